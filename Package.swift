@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Lifeline",
+    products: [
+        .library(name: "Lifeline", targets: ["Lifeline"]),
+        .library(name: "LifelineLua", targets: ["LifelineLua"]),
+        .executable(name: "lifeline", targets: ["lifeline"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // Lua 5.4 from the system: apt-get install liblua5.4-dev
+        .systemLibrary(
+            name: "CLua",
+            pkgConfig: "lua5.4",
+            providers: [.apt(["liblua5.4-dev"])]
+        ),
+        // Lua's macros as functions, the sandbox's C parts, and the trampolines that raise and yield.
+        .target(name: "CLuaShims", dependencies: ["CLua"]),
+        // The core: lifecycle, bus, tasks, budgets, watchdog, clock, scenario, report. No Lua.
+        .target(
+            name: "Lifeline",
+            dependencies: [.product(name: "Logging", package: "swift-log")]
+        ),
+        // The Lua bridge: states, sandbox, the `lifeline` module.
+        .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua"]),
+        // Swift plugins compiled into the host.
+        .target(name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift"),
+        // The CLI: parses, then calls the libraries.
+        .executableTarget(
+            name: "lifeline",
+            dependencies: [
+                "Lifeline", "LifelineLua", "HeartbeatPlugin",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "LifelineTests", dependencies: ["Lifeline"]),
+        .testTarget(name: "LifelineLuaTests", dependencies: ["LifelineLua", "Lifeline", "CLuaShims", "CLua"]),
+        .testTarget(name: "lifelineTests", dependencies: ["Lifeline"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,128 @@
+// C helpers for the Lua bridge: Lua's macros as functions, the per-plugin control block
+// (memory accounting and watchdog preemption), the sandbox's C parts, and the trampoline that
+// raises errors for Swift. Swift never calls lua_error/luaL_error/lua_yield itself (SPEC 6.4).
+#ifndef LIFELINE_CLUASHIMS_H
+#define LIFELINE_CLUASHIMS_H
+
+#include <stddef.h>
+#include <lua5.4/lua.h>
+#include <lua5.4/lauxlib.h>
+#include <lua5.4/lualib.h>
+
+/// Returned by a bridged Swift function to ask the trampoline to raise the value on top of the
+/// stack as a Lua error.
+#define LIFELINE_RAISE (-1)
+
+/// A Swift function bridged to Lua. It returns the number of results, or LIFELINE_RAISE.
+typedef int (*lifeline_bridged)(lua_State *L);
+
+/// One plugin's control block: its lua_State, its memory accounting and its preemption flag.
+/// Opaque to Swift. Owned by exactly one Swift object, which frees it with lifeline_control_free.
+typedef struct LifelineControl LifelineControl;
+
+/// Creates a control block and its lua_State (with no libraries open). NULL if out of memory.
+/// `owner` is an unretained pointer handed back by lifeline_owner; it must outlive the block.
+LifelineControl *lifeline_control_new(size_t memory_limit, void *owner);
+/// Closes the lua_State and frees the block.
+void lifeline_control_free(LifelineControl *c);
+lua_State *lifeline_control_state(LifelineControl *c);
+/// The control block of any thread (coroutine) of a plugin's state.
+LifelineControl *lifeline_control_of(lua_State *L);
+void *lifeline_owner(lua_State *L);
+void lifeline_control_set_owner(LifelineControl *c, void *owner);
+size_t lifeline_memory_used(LifelineControl *c);
+size_t lifeline_memory_limit(LifelineControl *c);
+
+/// Asks the running Lua code to stop. Safe from any thread: it sets a flag and installs a count
+/// hook on the running thread; the hook raises an error at every instruction until cleared, so
+/// the plugin's own pcall cannot swallow the stop.
+void lifeline_preempt(LifelineControl *c);
+int lifeline_preempt_requested(LifelineControl *c);
+/// The traceback captured where the stop first hit, or NULL.
+const char *lifeline_preempt_traceback(LifelineControl *c);
+/// Clears the stop and removes the hook. Only from the thread that runs the plugin, between calls.
+void lifeline_preempt_clear(LifelineControl *c);
+
+/// Pushes a Swift function as a Lua C closure whose only upvalue is the function pointer.
+void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
+/// Pushes the message luaL_argerror would raise, without raising it.
+void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg);
+/// Pushes the message luaL_typeerror would raise, without raising it.
+void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected);
+/// Pushes "<where>msg", as luaL_error formats it, without raising it.
+void lifeline_push_error(lua_State *L, const char *msg);
+
+/// lua_pcall with a message handler that appends a traceback to string errors.
+/// Stack: [f, args...] -> [results...] or [message-with-traceback].
+int lifeline_pcall(lua_State *L, int nargs, int nresults);
+
+/// Opens the sandboxed standard libraries from an explicit allow-list (SPEC 6.3): base without
+/// dofile/loadfile and with a text-only load, string, table, math, utf8, coroutine, and os reduced
+/// to time, clock, date and difftime. `require` resolves `lifeline` and files under `plugin_dir`.
+/// Returns LUA_OK or an error status with a message on the stack.
+int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
+/// Registers a module value under `name` for require (pops it).
+void lifeline_preload(lua_State *L, const char *name);
+/// Loads a text chunk from a file (binary chunks are rejected). Returns LUA_OK and pushes the chunk,
+/// or an error status and pushes a message.
+int lifeline_loadfile(lua_State *L, const char *path, const char *chunkname);
+
+/// A lifecycle event as the host hands it to a Lua handler.
+typedef struct LifelineEvent {
+    const char *name;
+    double time;
+    const char *state;
+} LifelineEvent;
+
+/// Calls the function stored at registry `ref`, with an event table built from `event` (or no
+/// argument when NULL), inside lua_pcall with a traceback handler. Returns the status; on error
+/// the message (with traceback) is on the stack.
+int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event);
+/// Loads a text chunk from `path` and runs it, protected. Same return convention.
+int lifeline_run_file(lua_State *L, const char *path);
+/// Stores the value at `idx` in the registry and returns its reference.
+int lifeline_ref_function(lua_State *L, int idx);
+/// Releases a registry reference (never raises).
+void lifeline_unref(lua_State *L, int ref);
+
+/// Receives a plugin's log line (from print or lifeline.log.*): level 0 debug, 1 info, 2 warning, 3 error.
+typedef void (*lifeline_log_sink)(lua_State *L, int level, const char *message);
+
+typedef struct LifelineReg {
+    const char *name;
+    lifeline_bridged fn;
+} LifelineReg;
+
+/// What the `lifeline` module is made of: Swift functions, the log sink, the handle's cancel.
+typedef struct LifelineModuleSpec {
+    const LifelineReg *functions;  // terminated by {NULL, NULL}
+    lifeline_log_sink log_sink;
+    lifeline_bridged handle_cancel;
+} LifelineModuleSpec;
+
+/// Builds the `lifeline` module (global and require-able), `lifeline.log`, `print`, and the handle
+/// metatable, protected. Returns the status.
+int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec);
+
+/// A handle returned to Lua by on() and after(): what it cancels.
+typedef struct LifelineHandle {
+    int kind;
+    lua_Integer id;
+} LifelineHandle;
+
+/// Pushes a new handle (allocates: call from a bridged function only).
+LifelineHandle *lifeline_push_handle(lua_State *L, int kind, lua_Integer id);
+/// The handle at `idx`, or NULL.
+LifelineHandle *lifeline_to_handle(lua_State *L, int idx);
+
+// Lua's macros, as functions Swift can call.
+void lifeline_pop(lua_State *L, int n);
+void lifeline_newtable(lua_State *L);
+const char *lifeline_tostring(lua_State *L, int idx);
+int lifeline_isfunction(lua_State *L, int idx);
+int lifeline_isnoneornil(lua_State *L, int idx);
+int lifeline_upvalueindex(int i);
+int lifeline_registryindex(void);
+lua_Number lifeline_huge(void);
+
+#endif

@@ -1,0 +1,536 @@
+#include "CLuaShims.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <stdio.h>
+
+struct LifelineControl {
+    lua_State *main;
+    void *owner;
+    size_t used;   // bytes the state holds; touched only by the allocator (the plugin's thread)
+    size_t limit;  // the cap; past it allocations fail and Lua raises a memory error
+    int in_bridge;  // > 0 while Swift code runs inside a Lua call: the cap is lifted so no error longjmps through it
+    atomic_int preempt;                 // written by the watchdog thread, read by the hook
+    _Atomic(lua_State *) current;       // the thread (coroutine) running now
+    char *traceback;                    // where the stop first hit; malloc'd, freed on clear
+};
+
+// ---------------------------------------------------------------- memory
+
+static void *lifeline_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    LifelineControl *c = (LifelineControl *)ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        c->used -= old;
+        return NULL;
+    }
+    if (nsize > old && c->in_bridge == 0 && c->used - old + nsize > c->limit) return NULL;  // Lua raises "not enough memory"
+    void *p = realloc(ptr, nsize);
+    if (p == NULL) return NULL;
+    c->used = c->used - old + nsize;
+    return p;
+}
+
+LifelineControl *lifeline_control_new(size_t memory_limit, void *owner) {
+    LifelineControl *c = calloc(1, sizeof(LifelineControl));
+    if (c == NULL) return NULL;
+    c->limit = memory_limit;
+    c->owner = owner;
+    atomic_init(&c->preempt, 0);
+    c->main = lua_newstate(lifeline_alloc, c);
+    if (c->main == NULL) {
+        free(c);
+        return NULL;
+    }
+    atomic_init(&c->current, c->main);
+    // Every thread of this state copies the main thread's extra space, so any coroutine finds us.
+    *(LifelineControl **)lua_getextraspace(c->main) = c;
+    return c;
+}
+
+void lifeline_control_free(LifelineControl *c) {
+    if (c == NULL) return;
+    lua_close(c->main);
+    free(c->traceback);
+    free(c);
+}
+
+lua_State *lifeline_control_state(LifelineControl *c) { return c->main; }
+LifelineControl *lifeline_control_of(lua_State *L) { return *(LifelineControl **)lua_getextraspace(L); }
+void *lifeline_owner(lua_State *L) { return lifeline_control_of(L)->owner; }
+void lifeline_control_set_owner(LifelineControl *c, void *owner) { c->owner = owner; }
+size_t lifeline_memory_used(LifelineControl *c) { return c->used; }
+size_t lifeline_memory_limit(LifelineControl *c) { return c->limit; }
+
+// ---------------------------------------------------------------- preemption
+
+static void lifeline_preempt_hook(lua_State *L, lua_Debug *ar) {
+    (void)ar;
+    LifelineControl *c = lifeline_control_of(L);
+    if (!atomic_load(&c->preempt)) return;
+    if (c->traceback == NULL) {
+        luaL_traceback(L, L, NULL, 0);  // stack: ..., traceback
+        const char *tb = lua_tostring(L, -1);
+        c->traceback = strdup(tb ? tb : "");
+        lua_pop(L, 1);  // stack: ...
+    }
+    lua_pushliteral(L, "lifeline: stopped by the watchdog");
+    lua_error(L);  // raised again at the next instruction, whoever catches it
+}
+
+static void lifeline_arm_hook(lua_State *L) {
+    lua_sethook(L, lifeline_preempt_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+}
+
+void lifeline_preempt(LifelineControl *c) {
+    atomic_store(&c->preempt, 1);
+    // lua_sethook is safe to call asynchronously (it is how lua.c handles SIGINT).
+    lifeline_arm_hook(atomic_load(&c->current));
+    lifeline_arm_hook(c->main);
+}
+
+int lifeline_preempt_requested(LifelineControl *c) { return atomic_load(&c->preempt); }
+const char *lifeline_preempt_traceback(LifelineControl *c) { return c->traceback; }
+
+void lifeline_preempt_clear(LifelineControl *c) {
+    atomic_store(&c->preempt, 0);
+    lua_sethook(c->main, NULL, 0, 0);
+    lua_State *cur = atomic_load(&c->current);
+    if (cur != c->main) lua_sethook(cur, NULL, 0, 0);
+    atomic_store(&c->current, c->main);
+    free(c->traceback);
+    c->traceback = NULL;
+}
+
+// ---------------------------------------------------------------- trampoline and errors
+
+static int lifeline_trampoline(lua_State *L) {
+    lifeline_bridged fn = (lifeline_bridged)lua_touserdata(L, lua_upvalueindex(1));
+    LifelineControl *c = lifeline_control_of(L);
+    // While Swift runs, an allocation past the cap must not raise: the error would longjmp
+    // through Swift frames. The few bytes a bridged call allocates are counted, and the cap
+    // applies again at the next allocation Lua makes itself.
+    c->in_bridge++;
+    int n = fn(L);
+    c->in_bridge--;
+    if (n == LIFELINE_RAISE) return lua_error(L);  // the message is on top
+    return n;
+}
+
+void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
+    lua_pushlightuserdata(L, (void *)fn);       // stack: ..., fn
+    lua_pushcclosure(L, lifeline_trampoline, 1);  // stack: ..., closure
+}
+
+void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg) {
+    luaL_where(L, 1);                                                    // stack: ..., where
+    lua_pushfstring(L, "bad argument #%d to '%s' (%s)", arg, fname, msg);  // stack: ..., where, msg
+    lua_concat(L, 2);                                                    // stack: ..., full
+}
+
+void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected) {
+    const char *got = luaL_typename(L, arg);
+    const char *msg = lua_pushfstring(L, "%s expected, got %s", expected, got);  // stack: ..., msg
+    lifeline_push_argerror(L, arg, fname, msg);                                   // stack: ..., msg, full
+    lua_remove(L, -2);                                                            // stack: ..., full
+}
+
+void lifeline_push_error(lua_State *L, const char *msg) {
+    luaL_where(L, 1);        // stack: ..., where
+    lua_pushstring(L, msg);  // stack: ..., where, msg
+    lua_concat(L, 2);        // stack: ..., full
+}
+
+static int lifeline_msgh(lua_State *L) {
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int lifeline_pcall(lua_State *L, int nargs, int nresults) {
+    int base = lua_gettop(L) - nargs;      // index of the function
+    lua_pushcfunction(L, lifeline_msgh);   // stack: ..., f, args..., msgh
+    lua_insert(L, base);                   // stack: ..., msgh, f, args...
+    int status = lua_pcall(L, nargs, nresults, base);
+    lua_remove(L, base);                   // stack: ..., results or message
+    return status;
+}
+
+// ---------------------------------------------------------------- coroutines that the watchdog can reach
+
+// Resumes `co` while recording it as the running thread, so a preemption reaches code inside it.
+static int lifeline_auxresume(lua_State *L, lua_State *co, int narg) {
+    int status, nres;
+    if (!lua_checkstack(co, narg)) {
+        lua_pushliteral(L, "too many arguments to resume");
+        return -1;
+    }
+    lua_xmove(L, co, narg);
+    LifelineControl *c = lifeline_control_of(L);
+    lua_State *prev = atomic_exchange(&c->current, co);
+    status = lua_resume(co, L, narg, &nres);
+    atomic_store(&c->current, prev);
+    if (atomic_load(&c->preempt)) lifeline_arm_hook(L);  // the stop follows us back out
+    if (status == LUA_OK || status == LUA_YIELD) {
+        if (!lua_checkstack(L, nres + 1)) {
+            lua_pop(co, nres);
+            lua_pushliteral(L, "too many results to resume");
+            return -1;
+        }
+        lua_xmove(co, L, nres);
+        return nres;
+    }
+    lua_xmove(co, L, 1);
+    return -1;
+}
+
+static lua_State *lifeline_getco(lua_State *L) {
+    lua_State *co = lua_tothread(L, 1);
+    luaL_argexpected(L, co, 1, "coroutine");
+    return co;
+}
+
+static int lifeline_coresume(lua_State *L) {
+    lua_State *co = lifeline_getco(L);
+    int r = lifeline_auxresume(L, co, lua_gettop(L) - 1);
+    if (r < 0) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -(r + 1));
+    return r + 1;
+}
+
+static int lifeline_auxwrap(lua_State *L) {
+    lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+    int r = lifeline_auxresume(L, co, lua_gettop(L));
+    if (r < 0) {
+        int stat = lua_status(co);
+        if (stat != LUA_OK && stat != LUA_YIELD) {
+#if LUA_VERSION_RELEASE_NUM >= 50406
+            stat = lua_closethread(co, L);
+#else
+            stat = lua_resetthread(co);
+#endif
+            lua_xmove(co, L, 1);
+        }
+        if (stat != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+            luaL_where(L, 1);
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+        }
+        return lua_error(L);
+    }
+    return r;
+}
+
+static int lifeline_cowrap(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_State *NL = lua_newthread(L);  // stack: f, co
+    lua_pushvalue(L, 1);               // stack: f, co, f
+    lua_xmove(L, NL, 1);               // stack: f, co
+    lua_pushcclosure(L, lifeline_auxwrap, 1);
+    return 1;
+}
+
+// ---------------------------------------------------------------- sandbox
+
+#define LIFELINE_LOADED "lifeline.loaded"
+#define LIFELINE_PLUGIN_DIR "lifeline.plugindir"
+
+// load() for text chunks only: the mode argument is forced to "t".
+static int lifeline_load_text(lua_State *L) {
+    lua_settop(L, 4);                          // stack: chunk, name, mode, env
+    lua_pushliteral(L, "t");
+    lua_replace(L, 3);                         // stack: chunk, name, "t", env
+    lua_pushvalue(L, lua_upvalueindex(1));     // stack: chunk, name, "t", env, load
+    lua_insert(L, 1);                          // stack: load, chunk, name, "t", env
+    lua_call(L, 4, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+int lifeline_loadfile(lua_State *L, const char *path, const char *chunkname) {
+    // luaL_loadfilex names the chunk "@path"; we want a name that is stable across machines.
+    int status = luaL_loadfilex(L, path, "t");
+    (void)chunkname;
+    return status;
+}
+
+static int lifeline_require(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_LOADED);  // stack: name, loaded
+    lua_getfield(L, 2, name);                            // stack: name, loaded, value
+    if (!lua_isnil(L, -1)) return 1;
+    lua_pop(L, 1);                                       // stack: name, loaded
+    size_t len = strlen(name);
+    int ok = len > 0 && name[0] != '.' && name[len - 1] != '.' && strstr(name, "..") == NULL;
+    for (size_t i = 0; ok && i < len; i++) {
+        char ch = name[i];
+        ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+             ch == '-' || ch == '.';
+    }
+    if (!ok) return luaL_error(L, "module '%s' not found: require takes 'lifeline' or a module in the plugin's folder", name);
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_PLUGIN_DIR);  // stack: name, loaded, dir
+    luaL_gsub(L, name, ".", "/");                             // stack: name, loaded, dir, relpath
+    const char *dir = lua_tostring(L, 3);
+    const char *rel = lua_tostring(L, 4);
+    const char *candidates[2];
+    candidates[0] = lua_pushfstring(L, "%s/%s.lua", dir, rel);       // stack: ..., path1
+    candidates[1] = lua_pushfstring(L, "%s/%s/init.lua", dir, rel);  // stack: ..., path1, path2
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(candidates[i], "r");
+        if (f == NULL) continue;
+        fclose(f);
+        if (luaL_loadfilex(L, candidates[i], "t") != LUA_OK) return lua_error(L);  // stack: ..., chunk
+        lua_pushvalue(L, 1);                                                     // stack: ..., chunk, name
+        lua_call(L, 1, 1);                                                       // stack: ..., result
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_pushboolean(L, 1);
+        }
+        lua_pushvalue(L, -1);       // stack: ..., result, result
+        lua_setfield(L, 2, name);   // stack: ..., result
+        return 1;
+    }
+    return luaL_error(L, "module '%s' not found in the plugin's folder (tried %s and %s)", name, candidates[0],
+                      candidates[1]);
+}
+
+void lifeline_preload(lua_State *L, const char *name) {
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_LOADED);  // stack: ..., value, loaded
+    lua_insert(L, -2);                                  // stack: ..., loaded, value
+    lua_setfield(L, -2, name);                          // stack: ..., loaded
+    lua_pop(L, 1);                                      // stack: ...
+}
+
+// The libraries a plugin gets, in the style of linit.c: an explicit list, never luaL_openlibs.
+static const luaL_Reg lifeline_allowed_libs[] = {
+    {LUA_GNAME, luaopen_base},
+    {LUA_STRLIBNAME, luaopen_string},
+    {LUA_TABLIBNAME, luaopen_table},
+    {LUA_MATHLIBNAME, luaopen_math},
+    {LUA_UTF8LIBNAME, luaopen_utf8},
+    {LUA_COLIBNAME, luaopen_coroutine},
+    {NULL, NULL}
+};
+
+static const char *const lifeline_allowed_os[] = {"time", "clock", "date", "difftime", NULL};
+static const char *const lifeline_removed_base[] = {"dofile", "loadfile", NULL};
+
+static int lifeline_open_sandbox_protected(lua_State *L) {
+    const char *plugin_dir = (const char *)lua_touserdata(L, 1);
+    for (const luaL_Reg *lib = lifeline_allowed_libs; lib->func; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);  // stack: ..., lib
+        lua_pop(L, 1);
+    }
+    lua_pushglobaltable(L);  // stack: ..., _G
+    for (const char *const *n = lifeline_removed_base; *n; n++) {
+        lua_pushnil(L);
+        lua_setfield(L, -2, *n);
+    }
+    lua_getfield(L, -1, "load");                  // stack: ..., _G, load
+    lua_pushcclosure(L, lifeline_load_text, 1);   // stack: ..., _G, textload
+    lua_setfield(L, -2, "load");                  // stack: ..., _G
+
+    // os, reduced to what cannot touch the machine.
+    luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);  // stack: ..., _G, fullos
+    lua_newtable(L);                                 // stack: ..., _G, fullos, os
+    for (const char *const *n = lifeline_allowed_os; *n; n++) {
+        lua_getfield(L, -2, *n);
+        lua_setfield(L, -2, *n);
+    }
+    lua_setfield(L, -3, LUA_OSLIBNAME);  // stack: ..., _G, fullos
+    lua_pop(L, 1);                       // stack: ..., _G
+
+    // coroutine.resume and coroutine.wrap that tell the watchdog which thread runs.
+    lua_getfield(L, -1, LUA_COLIBNAME);           // stack: ..., _G, coroutine
+    lua_pushcfunction(L, lifeline_coresume);
+    lua_setfield(L, -2, "resume");
+    lua_pushcfunction(L, lifeline_cowrap);
+    lua_setfield(L, -2, "wrap");
+    lua_pop(L, 1);                                // stack: ..., _G
+
+    // require: `lifeline` and the plugin's own folder, nothing else.
+    lua_newtable(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_LOADED);
+    lua_pushstring(L, plugin_dir);
+    lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_PLUGIN_DIR);
+    lua_pushcfunction(L, lifeline_require);
+    lua_setfield(L, -2, "require");               // stack: ..., _G
+
+    // The libraries loaded so far are also reachable through require.
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_LOADED);  // stack: ..., _G, loaded
+    static const char *const visible[] = {LUA_STRLIBNAME, LUA_TABLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME,
+                                          LUA_COLIBNAME, LUA_OSLIBNAME, NULL};
+    for (const char *const *n = visible; *n; n++) {
+        lua_getfield(L, -2, *n);
+        lua_setfield(L, -2, *n);
+    }
+    lua_pop(L, 2);  // stack: ...
+    // The full libraries stay out of reach: drop what luaL_requiref cached.
+    lua_pushnil(L);
+    lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    return 0;
+}
+
+int lifeline_open_sandbox(lua_State *L, const char *plugin_dir) {
+    lua_pushcfunction(L, lifeline_open_sandbox_protected);
+    lua_pushlightuserdata(L, (void *)plugin_dir);
+    return lua_pcall(L, 1, 0, 0);
+}
+
+// ---------------------------------------------------------------- calls from the host
+
+// Everything the host does to a state from outside Lua happens inside lua_pcall, so no error can
+// escape unprotected (which would abort) or longjmp through Swift.
+
+static int lifeline_call_thunk(lua_State *L) {
+    lua_Integer ref = lua_tointeger(L, 1);
+    const LifelineEvent *ev = (const LifelineEvent *)lua_touserdata(L, 2);
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);  // stack: f
+    if (ev == NULL) {
+        lua_call(L, 0, 0);
+        return 0;
+    }
+    lua_createtable(L, 0, 3);           // stack: f, event
+    lua_pushstring(L, ev->name);
+    lua_setfield(L, -2, "name");
+    lua_pushnumber(L, ev->time);
+    lua_setfield(L, -2, "time");
+    lua_pushstring(L, ev->state);
+    lua_setfield(L, -2, "state");
+    lua_call(L, 1, 0);                  // stack: (empty)
+    return 0;
+}
+
+int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
+    lua_pushcfunction(L, lifeline_call_thunk);  // stack: thunk (a light C function: no allocation)
+    lua_pushinteger(L, ref);                    // stack: thunk, ref
+    lua_pushlightuserdata(L, (void *)event);    // stack: thunk, ref, event
+    return lifeline_pcall(L, 2, 0);             // stack: (empty) or message
+}
+
+static int lifeline_run_file_thunk(lua_State *L) {
+    const char *path = (const char *)lua_touserdata(L, 1);
+    lua_settop(L, 0);
+    if (luaL_loadfilex(L, path, "t") != LUA_OK) return lua_error(L);  // stack: chunk
+    lua_call(L, 0, 0);
+    return 0;
+}
+
+int lifeline_run_file(lua_State *L, const char *path) {
+    lua_pushcfunction(L, lifeline_run_file_thunk);
+    lua_pushlightuserdata(L, (void *)path);
+    return lifeline_pcall(L, 1, 0);
+}
+
+void lifeline_unref(lua_State *L, int ref) {
+    LifelineControl *c = lifeline_control_of(L);
+    c->in_bridge++;
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    c->in_bridge--;
+}
+
+int lifeline_ref_function(lua_State *L, int idx) {
+    lua_pushvalue(L, idx);
+    return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+// ---------------------------------------------------------------- the lifeline module
+
+#define LIFELINE_HANDLE "lifeline.handle"
+
+static int lifeline_log_thunk(lua_State *L) {
+    lifeline_log_sink sink = (lifeline_log_sink)lua_touserdata(L, lua_upvalueindex(1));
+    int level = (int)lua_tointeger(L, lua_upvalueindex(2));
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        luaL_tolstring(L, i, NULL);  // may call __tostring: we are in C, so an error is fine
+        if (i > 1) luaL_addchar(&b, '\t');
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);  // stack: args..., line
+    sink(L, level, lua_tostring(L, -1));
+    return 0;
+}
+
+static void lifeline_push_log(lua_State *L, lifeline_log_sink sink, int level) {
+    lua_pushlightuserdata(L, (void *)sink);
+    lua_pushinteger(L, level);
+    lua_pushcclosure(L, lifeline_log_thunk, 2);
+}
+
+static int lifeline_open_module_thunk(lua_State *L) {
+    const LifelineModuleSpec *spec = (const LifelineModuleSpec *)lua_touserdata(L, 1);
+    lua_settop(L, 0);
+    lua_newtable(L);  // stack: lifeline
+    for (const LifelineReg *r = spec->functions; r->name; r++) {
+        lifeline_pushbridged(L, r->fn);
+        lua_setfield(L, -2, r->name);
+    }
+    static const char *const levels[] = {"debug", "info", "warning", "error", NULL};
+    lua_newtable(L);  // stack: lifeline, log
+    for (int i = 0; levels[i]; i++) {
+        lifeline_push_log(L, spec->log_sink, i);
+        lua_setfield(L, -2, levels[i]);
+    }
+    lua_setfield(L, -2, "log");  // stack: lifeline
+    // print goes to the host log, tagged with the plugin's name.
+    lifeline_push_log(L, spec->log_sink, 1);
+    lua_setglobal(L, "print");
+    // Handles returned by on() and after(): a userdata with a cancel method.
+    luaL_newmetatable(L, LIFELINE_HANDLE);  // stack: lifeline, mt
+    lua_newtable(L);                        // stack: lifeline, mt, methods
+    lifeline_pushbridged(L, spec->handle_cancel);
+    lua_setfield(L, -2, "cancel");
+    lua_setfield(L, -2, "__index");         // stack: lifeline, mt
+    lua_pushliteral(L, "lifeline.handle");
+    lua_setfield(L, -2, "__name");
+    lua_pop(L, 1);                          // stack: lifeline
+    lua_pushvalue(L, -1);
+    lua_setglobal(L, "lifeline");
+    lifeline_preload(L, "lifeline");        // stack: (empty)
+    return 0;
+}
+
+int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec) {
+    lua_pushcfunction(L, lifeline_open_module_thunk);
+    lua_pushlightuserdata(L, (void *)spec);
+    return lifeline_pcall(L, 1, 0);
+}
+
+LifelineHandle *lifeline_push_handle(lua_State *L, int kind, lua_Integer id) {
+    LifelineHandle *h = (LifelineHandle *)lua_newuserdatauv(L, sizeof(LifelineHandle), 0);  // stack: ..., h
+    h->kind = kind;
+    h->id = id;
+    luaL_setmetatable(L, LIFELINE_HANDLE);
+    return h;
+}
+
+LifelineHandle *lifeline_to_handle(lua_State *L, int idx) {
+    return (LifelineHandle *)luaL_testudata(L, idx, LIFELINE_HANDLE);
+}
+
+// ---------------------------------------------------------------- macros
+
+void lifeline_pop(lua_State *L, int n) { lua_pop(L, n); }
+void lifeline_newtable(lua_State *L) { lua_newtable(L); }
+const char *lifeline_tostring(lua_State *L, int idx) { return lua_tostring(L, idx); }
+int lifeline_isfunction(lua_State *L, int idx) { return lua_isfunction(L, idx); }
+int lifeline_isnoneornil(lua_State *L, int idx) { return lua_isnoneornil(L, idx); }
+int lifeline_upvalueindex(int i) { return lua_upvalueindex(i); }
+int lifeline_registryindex(void) { return LUA_REGISTRYINDEX; }
+lua_Number lifeline_huge(void) { return HUGE_VAL; }

@@ -1,0 +1,520 @@
+import Logging
+
+/// How the host is set up: the profile, the watchdog's scale, and what to do with a plugin that
+/// fails to load.
+public struct HostConfiguration: Sendable {
+    /// What to do when a plugin fails to load (SPEC 7).
+    public enum LoadFailurePolicy: Sendable {
+        /// Stop everything: simulate and check (exit 65).
+        case abort
+        /// Skip that plugin and log why: run.
+        case skip
+    }
+
+    public var profile: Profile
+    /// Real handler time is multiplied by this before it is compared with a limit (W5).
+    public var watchdogScale: Double
+    public var loadFailurePolicy: LoadFailurePolicy
+    public var logger: Logger
+    /// Called on the watchdog's thread when Swift code overruns and cannot be stopped (W3), with
+    /// the termination and the recorder. The CLI writes the report there and exits.
+    public var onUnpreemptibleOverrun: (@Sendable (Termination, Recorder) -> Void)?
+
+    public init(
+        profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,
+        logger: Logger = Logger(label: "lifeline"),
+        onUnpreemptibleOverrun: (@Sendable (Termination, Recorder) -> Void)? = nil
+    ) {
+        self.profile = profile
+        self.watchdogScale = watchdogScale
+        self.loadFailurePolicy = loadFailurePolicy
+        self.logger = logger
+        self.onUnpreemptibleOverrun = onUnpreemptibleOverrun
+    }
+}
+
+/// The runtime that carries out the rules: it owns the lifecycle, the tasks, the plugins and the
+/// bus, and runs everything on the main executor. The decisions themselves live in the pure types
+/// `Lifecycle` and `TaskRegistry`; the host does what they return.
+///
+/// Threading: main executor only, except where a member says otherwise.
+public final class Host {
+    public let executor: MainExecutor
+    public let recorder: Recorder
+    public let profile: Profile
+    /// The host's own log.
+    public let logger: Logger
+    private let configuration: HostConfiguration
+    private let descriptors: [PluginDescriptor]
+    private let watchdog: Watchdog
+
+    private var lifecycle = Lifecycle()
+    private var tasks: TaskRegistry
+    /// The state handlers see; it follows the notification being sent.
+    public private(set) var visibleState: AppState = .notRunning
+    /// Counts launches; app jobs and contexts of an older launch are stale.
+    private var generation = 0
+    private var appRunning = false
+    private var plugins: [LoadedPlugin] = []
+    private var subscriptions: [LifecycleEventName: [Subscription]] = [:]
+    private var subscriptionsByID: [Int: Subscription] = [:]
+    private var nextSubscriptionID = 1
+    private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
+    private var timers: [Int: MainExecutor.JobID] = [:]
+    private var nextTimerID = 1
+    private var budgetJobs: [MainExecutor.JobID] = []
+    /// How many calls into plugin code are on the stack (0 or 1: plugin code never calls plugin code).
+    private var callDepth = 0
+    /// A termination decided while plugin code was running (T8); carried out when it returns.
+    private var pendingTermination: Termination?
+    /// Why a plugin could not be loaded, under the `.abort` policy.
+    public private(set) var loadError: LifelineError?
+    /// An error of the host itself.
+    public private(set) var internalError: LifelineError?
+
+    private struct LoadedPlugin {
+        var instance: any PluginInstance
+        var context: PluginContext
+    }
+
+    private final class Subscription {
+        let id: Int
+        let plugin: Int
+        let handler: EventHandler
+        var cancelled = false
+        init(id: Int, plugin: Int, handler: @escaping EventHandler) {
+            self.id = id
+            self.plugin = plugin
+            self.handler = handler
+        }
+    }
+
+    /// A watchdog window: one event's handlers across all plugins share one deadline (W1).
+    private struct Window {
+        var deadline: UInt64
+        var limit: Double
+        var handler: String
+    }
+
+    public init(
+        configuration: HostConfiguration, plugins: [PluginDescriptor], executor: MainExecutor,
+        recorder: Recorder? = nil
+    ) {
+        self.configuration = configuration
+        self.profile = configuration.profile
+        self.logger = configuration.logger
+        self.descriptors = plugins.sorted { $0.name < $1.name }
+        self.executor = executor
+        let recorder = recorder ?? Recorder(profileName: configuration.profile.name)
+        self.recorder = recorder
+        self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
+        let fatal = configuration.onUnpreemptibleOverrun
+        self.watchdog = Watchdog { target in
+            let termination = Host.watchdogTermination(target, traceback: nil)
+            recorder.record(Host.watchdogEvent(target))
+            recorder.record(Host.terminatedEvent(termination))
+            recorder.noteTermination(termination)
+            fatal?(termination, recorder)
+        }
+        executor.appJobsAllowed = { [unowned self] generation in
+            guard generation == self.generation, self.appRunning else { return .drop }
+            return self.visibleState == .suspended ? .hold : .run
+        }
+    }
+
+    /// Stops the watchdog and closes the plugins. Call once, when done with the host.
+    public func shutdown() {
+        if appRunning { endApp() }
+        watchdog.shutdown()
+    }
+
+    // MARK: - Reading the state
+
+    /// The time now, on the host's clock.
+    public var now: HostTime { executor.now }
+    /// The app's state, as the lifecycle state machine has it.
+    public var state: AppState { lifecycle.state }
+    /// Whether the host has stopped for good: the app was terminated by a rule, or could not load.
+    public var isStopped: Bool { recorder.termination != nil || loadError != nil || internalError != nil }
+    /// The active tasks, in the order they began.
+    public var activeTasks: [TaskRegistry.Task] { tasks.active }
+    /// The names of the plugins loaded in this launch, in load order.
+    public var loadedPluginNames: [String] { plugins.map(\.context.pluginName) }
+
+    var backgroundTimeRemaining: Double { tasks.remaining(at: now) ?? .greatestFiniteMagnitude }
+
+    func isCurrent(_ context: PluginContext) -> Bool { appRunning && context.generation == generation }
+
+    // MARK: - Steps
+
+    /// Carries out one step of the lifecycle now (a scenario line, or a signal in `run`).
+    public func perform(_ step: Step) throws(Lifecycle.TransitionError) {
+        let actions = try lifecycle.apply(step)
+        for action in actions {
+            if case .startApp = action {} else if !appRunning { return }
+            switch action {
+            case .startApp: startApp(inBackground: step == .launchInBackground)
+            case .startBudget: startBudget()
+            case .stopBudget: stopBudget()
+            case .notify(let name, let state): dispatch(name, state: state)
+            case .endApp: endApp()
+            }
+        }
+        if appRunning { visibleState = lifecycle.state }
+    }
+
+    /// Runs after every job of the executor: the app is suspended once it is in the background with
+    /// no task left and no handler running (T7).
+    public func afterJob() {
+        guard appRunning, callDepth == 0, visibleState == .background, lifecycle.state == .background,
+            tasks.active.isEmpty
+        else { return }
+        lifecycle.suspend()
+        visibleState = .suspended
+        cancelBudgetJobs()
+        record("suspended")
+    }
+
+    // MARK: - Launch and end
+
+    private func startApp(inBackground: Bool) {
+        generation += 1
+        appRunning = true
+        visibleState = inBackground ? .background : .inactive
+        let window = openWindow(limit: profile.launchLimit, handler: "load")
+        for descriptor in descriptors {
+            guard appRunning, !isStopped else { return }
+            if let message = load(descriptor, in: window) {
+                loadFailed(descriptor, message)
+            } else {
+                recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "loaded")
+            }
+        }
+    }
+
+    /// Loads one plugin into this launch. Returns why it failed, or nil.
+    private func load(_ descriptor: PluginDescriptor, in window: Window) -> String? {
+        let instance: any PluginInstance
+        do {
+            instance = try descriptor.make()
+        } catch {
+            return error.message
+        }
+        let context = PluginContext(host: self, pluginName: descriptor.name, index: plugins.count, generation: generation)
+        plugins.append(LoadedPlugin(instance: instance, context: context))
+        let index = plugins.count - 1
+        let outcome = callUnchecked(index, in: window) { instance.start(context) }
+        let overran = Monotonic.nanoseconds() > window.deadline
+        guard let message = Host.loadFailureMessage(outcome, overran: overran, window: window, plugin: descriptor.name)
+        else { return nil }
+        unload(index)
+        return message
+    }
+
+    /// `lifeline check`: loads every plugin, each under the launch limit, runs nothing else, and
+    /// says which failed and why (nil: loaded). The app is not launched.
+    public func check() -> [(plugin: PluginDescriptor, failure: String?)] {
+        var results: [(plugin: PluginDescriptor, failure: String?)] = []
+        for descriptor in descriptors {
+            generation += 1
+            appRunning = true
+            let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: "load"))
+            endApp()
+            results.append((descriptor, failure))
+        }
+        return results
+    }
+
+    private static func loadFailureMessage(
+        _ outcome: CallOutcome, overran: Bool, window: Window, plugin: String
+    ) -> String? {
+        switch outcome {
+        case .returned where !overran: return nil
+        case .raised(let message, let traceback) where !overran: return message + "\n" + traceback
+        default:
+            return "plugin '\(plugin)' did not finish loading within the launch limit "
+                + "(\(ReportNumber.seconds(window.limit)) s): stopped by the watchdog"
+        }
+    }
+
+    private func loadFailed(_ descriptor: PluginDescriptor, _ message: String) {
+        switch configuration.loadFailurePolicy {
+        case .abort:
+            loadError = loadError ?? .badInput(message)
+        case .skip:
+            logger.error("plugin '\(descriptor.name)' skipped: \(message)")
+            recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")
+        }
+    }
+
+    /// Takes a plugin that failed to load out of this launch: its subscriptions, timers and
+    /// expiration handlers go with it, and so do its tasks, so none is left dangling.
+    private func unload(_ index: Int) {
+        for (_, list) in subscriptions { for s in list where s.plugin == index { s.cancelled = true } }
+        subscriptions = subscriptions.mapValues { $0.filter { !$0.cancelled } }
+        subscriptionsByID = subscriptionsByID.filter { !$0.value.cancelled }
+        let name = plugins[index].context.pluginName
+        for task in tasks.active where task.plugin == name {
+            _ = tasks.end(id: task.id)
+            expirationHandlers[task.id] = nil
+        }
+        plugins[index].instance.close()
+        // Keep the slot so indexes stay valid; a closed instance is never called again.
+    }
+
+    private func endApp() {
+        appRunning = false
+        lifecycle.end()
+        visibleState = .ended
+        cancelBudgetJobs()
+        tasks.reset()
+        expirationHandlers.removeAll()
+        for (_, job) in timers { executor.cancel(job) }
+        timers.removeAll()
+        subscriptions.removeAll()
+        subscriptionsByID.removeAll()
+        for p in plugins { p.instance.close() }
+        plugins.removeAll()
+    }
+
+    private func terminate(_ termination: Termination) {
+        guard recorder.termination == nil else { return }
+        recorder.record(Host.terminatedEvent(termination))
+        recorder.noteTermination(termination)
+        logger.error("app terminated (\(termination.kind.rawValue), \(termination.kind.code)): \(termination.reason)")
+        if appRunning { endApp() }
+    }
+
+    // MARK: - Notifications
+
+    private func dispatch(_ name: LifecycleEventName, state: AppState) {
+        visibleState = state
+        record(name.rawValue)
+        guard let list = subscriptions[name], !list.isEmpty else { return }
+        let event = LifecycleEvent(name: name, time: now.seconds, state: state)
+        let window = openWindow(limit: profile.limit(for: name), handler: name.rawValue)
+        for subscription in list {
+            guard appRunning else { return }
+            if subscription.cancelled { continue }
+            call(subscription.plugin, in: window) { subscription.handler(event) }
+        }
+    }
+
+    func subscribe(_ context: PluginContext, event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
+        let id = nextSubscriptionID
+        nextSubscriptionID += 1
+        let s = Subscription(id: id, plugin: context.index, handler: handler)
+        subscriptions[event, default: []].append(s)
+        subscriptionsByID[id] = s
+        return id
+    }
+
+    func unsubscribe(_ id: Int) {
+        guard let s = subscriptionsByID.removeValue(forKey: id) else { return }
+        s.cancelled = true
+        for (event, list) in subscriptions where list.contains(where: { $0 === s }) {
+            subscriptions[event] = list.filter { $0 !== s }
+        }
+    }
+
+    // MARK: - Calling plugin code under the watchdog
+
+    private func openWindow(limit: Double, handler: String) -> Window {
+        let scaled = limit / max(configuration.watchdogScale, 1e-9) * 1e9
+        let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
+        return Window(deadline: Monotonic.nanoseconds() &+ span, limit: limit, handler: handler)
+    }
+
+    /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
+    /// recorded, an overrun or a stop terminates the app.
+    private func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
+        let outcome = callUnchecked(index, in: window, body)
+        let overran = Monotonic.nanoseconds() > window.deadline
+        let plugin = plugins[index].context.pluginName
+        if var pending = pendingTermination {
+            pendingTermination = nil
+            if case .preempted(let tb) = outcome { pending.traceback = tb }
+            terminate(pending)
+            return
+        }
+        switch outcome {
+        case .returned where !overran:
+            return
+        case .raised(let message, let traceback) where !overran:
+            recorder.notePluginError()
+            record("pluginError", ("plugin", .string(plugin)), ("message", .string(message)), ("traceback", .string(traceback)))
+            logger.error("plugin '\(plugin)' raised an error in \(window.handler): \(message)")
+        case .returned, .raised:
+            watchdogFired(plugin: plugin, window: window, traceback: nil)
+        case .preempted(let traceback):
+            watchdogFired(plugin: plugin, window: window, traceback: traceback)
+        }
+    }
+
+    private func callUnchecked(_ index: Int, in window: Window, _ body: () -> CallOutcome) -> CallOutcome {
+        let p = plugins[index]
+        let target = WatchdogTarget(
+            plugin: p.context.pluginName, handler: window.handler, limit: window.limit,
+            preemptor: p.instance.preemptor, time: now)
+        watchdog.arm(deadline: window.deadline, target: target)
+        callDepth += 1
+        let outcome = body()
+        callDepth -= 1
+        watchdog.disarm()
+        p.instance.resetPreemption()
+        return outcome
+    }
+
+    private func watchdogFired(plugin: String, window: Window, traceback: String?) {
+        let target = WatchdogTarget(plugin: plugin, handler: window.handler, limit: window.limit, preemptor: nil, time: now)
+        recorder.record(Host.watchdogEvent(target))
+        terminate(Host.watchdogTermination(target, traceback: traceback))
+    }
+
+    static func watchdogEvent(_ target: WatchdogTarget) -> TimelineEvent {
+        TimelineEvent(
+            time: target.time, event: "watchdog",
+            fields: [
+                ("plugin", .string(target.plugin)), ("handler", .string(target.handler)),
+                ("limit", .number(ReportNumber.seconds(target.limit))),
+            ])
+    }
+
+    static func watchdogTermination(_ target: WatchdogTarget, traceback: String?) -> Termination {
+        Termination(
+            kind: .watchdog,
+            reason: "plugin '\(target.plugin)' was still running its \(target.handler) handler "
+                + "when the \(ReportNumber.seconds(target.limit)) s watchdog limit passed",
+            plugin: target.plugin, time: target.time, traceback: traceback)
+    }
+
+    static func terminatedEvent(_ t: Termination) -> TimelineEvent {
+        TimelineEvent(
+            time: t.time, event: "terminated", fields: [("kind", .string(t.kind.rawValue)), ("code", .string(t.kind.code))])
+    }
+
+    // MARK: - Background tasks (SPEC 4)
+
+    func beginBackgroundTask(_ context: PluginContext, name: String?, expirationHandler: PluginCallback?) -> Int {
+        switch tasks.begin(plugin: context.pluginName, name: name) {
+        case .limitExceeded(let limit):
+            if pendingTermination == nil {
+                pendingTermination = Termination(
+                    kind: .taskLimit,
+                    reason: "plugin '\(context.pluginName)' began more than \(limit) background tasks at once",
+                    plugin: context.pluginName, time: now, traceback: nil)
+            }
+            // Stop the caller at once; the termination is carried out when its call returns.
+            plugins[context.index].instance.preemptor?.preempt()
+            return 0
+        case .began(let id, let expireNow):
+            var fields: [(String, JSONValue)] = [("plugin", .string(context.pluginName)), ("task", .int(Int64(id)))]
+            if let name { fields.append(("name", .string(name))) }
+            record("taskBegan", fields)
+            if let expirationHandler { expirationHandlers[id] = (context.index, expirationHandler) }
+            if expireNow {
+                // T3: never from inside beginBackgroundTask, so the caller already holds the id.
+                executor.schedule(at: now, owner: .app(generation: generation)) { [unowned self] in
+                    if let task = tasks.expireLate(id: id) { signalExpiration(task) }
+                }
+            }
+            return id
+        }
+    }
+
+    func endBackgroundTask(_ context: PluginContext, id: Int) -> Bool {
+        switch tasks.end(id: id) {
+        case .ended(let task, let expired):
+            expirationHandlers[id] = nil
+            record("taskEnded", ("plugin", .string(task.plugin)), ("task", .int(Int64(id))), ("expired", .bool(expired)))
+            return true
+        case .unknown:
+            logger.warning(
+                "Can't end BackgroundTask: no background task exists with identifier \(id), or it may have already been ended.",
+                metadata: ["plugin": "\(context.pluginName)"])
+            record("endUnknownTask", ("plugin", .string(context.pluginName)), ("task", .int(Int64(id))))
+            return false
+        }
+    }
+
+    private func startBudget() {
+        let period = tasks.enterBackground(at: now, budget: profile.budget, expirationLead: profile.expirationLead)
+        cancelBudgetJobs()
+        budgetJobs = [
+            executor.schedule(at: period.expiresAt) { [unowned self] in expirationMoment() },
+            executor.schedule(at: period.endsAt) { [unowned self] in budgetRanOut() },
+        ]
+    }
+
+    private func stopBudget() {
+        cancelBudgetJobs()
+        tasks.leaveBackground()
+        executor.releaseHeld()
+    }
+
+    private func cancelBudgetJobs() {
+        for job in budgetJobs { executor.cancel(job) }
+        budgetJobs.removeAll()
+    }
+
+    /// T3, T4: the expiration moment.
+    private func expirationMoment() {
+        guard appRunning else { return }
+        for task in tasks.expire() {
+            guard appRunning else { return }
+            guard tasks.active.contains(where: { $0.id == task.id }) else { continue }
+            signalExpiration(task)
+        }
+        if appRunning, tasks.active.contains(where: \.expiring) {
+            logger.warning("Background task still not ended after expiration handlers were called")
+        }
+    }
+
+    private func signalExpiration(_ task: TaskRegistry.Task) {
+        record("taskExpiring", ("plugin", .string(task.plugin)), ("task", .int(Int64(task.id))))
+        guard let handler = expirationHandlers[task.id] else { return }
+        let window = openWindow(limit: profile.expirationHandlerLimit, handler: "expiration handler")
+        call(handler.plugin, in: window, handler.callback)
+    }
+
+    /// T5: the budget is gone.
+    private func budgetRanOut() {
+        guard appRunning, !tasks.active.isEmpty else { return }
+        let left = tasks.active
+        let names = left.map { t in
+            "plugin '\(t.plugin)' task \(t.id)" + (t.name.map { " '\($0)'" } ?? "")
+        }.joined(separator: ", ")
+        terminate(
+            Termination(
+                kind: .backgroundTaskTimeout,
+                reason: "background time ran out with \(left.count) task\(left.count == 1 ? "" : "s") "
+                    + "still running: \(names)",
+                plugin: left[0].plugin, time: now, traceback: nil))
+    }
+
+    // MARK: - Timers
+
+    func startTimer(_ context: PluginContext, after seconds: Double, callback: @escaping PluginCallback) -> Int {
+        let id = nextTimerID
+        nextTimerID += 1
+        let index = context.index
+        timers[id] = executor.schedule(at: now.adding(seconds: max(0, seconds)), owner: .app(generation: generation)) {
+            [unowned self] in
+            timers[id] = nil
+            call(index, in: openWindow(limit: profile.transitionLimit, handler: "timer"), callback)
+        }
+        return id
+    }
+
+    func cancelTimer(_ id: Int) {
+        if let job = timers.removeValue(forKey: id) { executor.cancel(job) }
+    }
+
+    // MARK: - Recording
+
+    private func record(_ event: String, _ fields: (String, JSONValue)...) { record(event, fields) }
+
+    private func record(_ event: String, _ fields: [(String, JSONValue)]) {
+        recorder.record(TimelineEvent(time: now, event: event, fields: fields))
+    }
+}

@@ -1,0 +1,37 @@
+/// An error that a user can act on, with the exit code the CLI gives it (SPEC 2.4, 7).
+///
+/// One error type for the host's domain: a private code plus a message that says what to fix.
+public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible {
+    private enum Code: Equatable, Sendable {
+        case usage
+        case badInput
+        case internalError
+    }
+
+    private let code: Code
+    /// What went wrong, with file:line where there is one.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Bad command-line usage (exit 64).
+    public static func usage(_ message: String) -> LifelineError { .init(.usage, message) }
+    /// A scenario, a plugin or a plugin.toml that could not be read or loaded (exit 65).
+    public static func badInput(_ message: String) -> LifelineError { .init(.badInput, message) }
+    /// A fault of the host itself (exit 70).
+    public static func internalError(_ message: String) -> LifelineError { .init(.internalError, message) }
+
+    /// The exit code of SPEC 2.4.
+    public var exitCode: Int32 {
+        switch code {
+        case .usage: return 64
+        case .badInput: return 65
+        case .internalError: return 70
+        }
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,150 @@
+/// The one executor that runs all plugin code, like iOS's main thread: a queue of jobs ordered
+/// by time, then by the order they were scheduled.
+///
+/// Threading: main executor only. Other threads hand work in through the clock's inbox.
+public final class MainExecutor {
+    /// Who a job belongs to. App jobs belong to one launch of the app: they are held while the app
+    /// is suspended and dropped once that launch has ended.
+    public enum Owner: Equatable {
+        case host
+        case app(generation: Int)
+    }
+
+    /// A scheduled job's handle, for cancelling it.
+    public struct JobID: Hashable, Sendable {
+        fileprivate let seq: UInt64
+    }
+
+    private struct Job {
+        var time: HostTime
+        var seq: UInt64
+        var owner: Owner
+        var body: () -> Void
+        func runsBefore(_ other: Job) -> Bool { time != other.time ? time < other.time : seq < other.seq }
+    }
+
+    public let clock: any HostClock
+    private var heap: [Job] = []
+    private var held: [Job] = []
+    private var cancelled: Set<UInt64> = []
+    private var nextSeq: UInt64 = 0
+
+    /// Whether app jobs may run now; the host says no while the app is suspended (SPEC 3).
+    public var appJobsAllowed: (Int) -> AppJobPolicy = { _ in .run }
+
+    /// What to do with an app job that falls due.
+    public enum AppJobPolicy { case run, hold, drop }
+
+    public init(clock: any HostClock) { self.clock = clock }
+
+    /// The time now, on the executor's clock.
+    public var now: HostTime { clock.now }
+
+    /// Schedules `body` at `time` (the next turn, if that is now or past).
+    @discardableResult
+    public func schedule(at time: HostTime, owner: Owner = .host, _ body: @escaping () -> Void) -> JobID {
+        let job = Job(time: time, seq: nextSeq, owner: owner, body: body)
+        nextSeq += 1
+        push(job)
+        return JobID(seq: job.seq)
+    }
+
+    /// Cancels a job that has not run yet; harmless otherwise.
+    public func cancel(_ id: JobID) { cancelled.insert(id.seq) }
+
+    /// Puts held app jobs back in the queue, to run now in their original order.
+    public func releaseHeld() {
+        let jobs = held
+        held.removeAll()
+        let now = clock.now
+        for var job in jobs {
+            job.time = max(job.time, now)
+            push(job)
+        }
+    }
+
+    /// Whether any job could still run: held jobs do not count.
+    public var hasPendingJobs: Bool { heap.contains { !cancelled.contains($0.seq) } }
+
+    /// Runs jobs in order until `shouldStop` says so, the queue is empty on a virtual clock, or the
+    /// next job lies past `limit`. `afterJob` runs after every job.
+    public func run(until limit: HostTime? = nil, shouldStop: () -> Bool, afterJob: () -> Void = {}) {
+        while !shouldStop() {
+            guard let next = peekRunnable() else {
+                // Nothing queued: only outside work can come (run mode), or we are done.
+                guard let posted = clock.wait(until: limit) else { return }
+                if posted.isEmpty, let limit, clock.now >= limit { return }
+                for work in posted { schedule(at: clock.now, work) }
+                continue
+            }
+            if let limit, next.time > limit {
+                guard let posted = clock.wait(until: limit) else { return }
+                if posted.isEmpty { return }
+                for work in posted { schedule(at: clock.now, work) }
+                continue
+            }
+            if next.time > clock.now {
+                guard let posted = clock.wait(until: next.time) else { return }
+                for work in posted { schedule(at: clock.now, work) }
+                continue
+            }
+            let job = popMin()
+            job.body()
+            afterJob()
+        }
+    }
+
+    // Drops cancelled and stale jobs and holds suspended-app jobs until one can run.
+    private func peekRunnable() -> Job? {
+        while let top = heap.first {
+            if cancelled.remove(top.seq) != nil {
+                _ = popMin()
+                continue
+            }
+            if case .app(let generation) = top.owner {
+                switch appJobsAllowed(generation) {
+                case .run: break
+                case .hold:
+                    held.append(popMin())
+                    continue
+                case .drop:
+                    _ = popMin()
+                    continue
+                }
+            }
+            return top
+        }
+        return nil
+    }
+
+    // A binary min-heap on (time, seq).
+    private func push(_ job: Job) {
+        heap.append(job)
+        var i = heap.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard heap[i].runsBefore(heap[parent]) else { break }
+            heap.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private func popMin() -> Job {
+        let top = heap[0]
+        let last = heap.removeLast()
+        if !heap.isEmpty {
+            heap[0] = last
+            var i = 0
+            while true {
+                let l = 2 * i + 1, r = l + 1
+                var m = i
+                if l < heap.count && heap[l].runsBefore(heap[m]) { m = l }
+                if r < heap.count && heap[r].runsBefore(heap[m]) { m = r }
+                if m == i { break }
+                heap.swapAt(i, m)
+                i = m
+            }
+        }
+        return top
+    }
+}

@@ -1,0 +1,49 @@
+/// The budget and watchdog figures of one iOS generation (SPEC 4.3). Every figure can be
+/// overridden; docs/lifecycle.md says where each comes from.
+public struct Profile: Equatable, Sendable {
+    public var name: String
+    /// Background time, in seconds, granted at each entry into the background (T2).
+    public var budget: Double
+    /// How long before the budget runs out the expiration handlers are called (T3).
+    public var expirationLead: Double
+    /// Watchdog limit for loading the plugins, and again for didFinishLaunching.
+    public var launchLimit: Double
+    /// Watchdog limit for didEnterBackground.
+    public var backgroundLimit: Double
+    /// Watchdog limit for every other notification, and for timer callbacks.
+    public var transitionLimit: Double
+    /// Watchdog limit for willTerminate.
+    public var terminateLimit: Double
+    /// Watchdog limit for each expiration handler.
+    public var expirationHandlerLimit: Double
+    /// How many tasks may be active at once (T8).
+    public var taskLimit: Int
+
+    public static let ios13 = Profile(
+        name: "ios13", budget: 30, expirationLead: 5, launchLimit: 20, backgroundLimit: 5,
+        transitionLimit: 10, terminateLimit: 5, expirationHandlerLimit: 1, taskLimit: 1000)
+    public static let ios7: Profile = { var p = ios13; p.name = "ios7"; p.budget = 180; return p }()
+    public static let ios6: Profile = { var p = ios13; p.name = "ios6"; p.budget = 600; return p }()
+
+    /// The built-in profiles.
+    public static let all: [Profile] = [ios6, ios7, ios13]
+
+    /// The profile called `name`.
+    public static func named(_ name: String) throws(LifelineError) -> Profile {
+        guard let p = all.first(where: { $0.name == name }) else {
+            throw .usage("unknown profile '\(name)'; the profiles are: \(all.map(\.name).joined(separator: ", "))")
+        }
+        return p
+    }
+
+    /// The watchdog limit for handlers of `event`.
+    public func limit(for event: LifecycleEventName) -> Double {
+        switch event {
+        case .didFinishLaunching: return launchLimit
+        case .didEnterBackground: return backgroundLimit
+        case .willTerminate: return terminateLimit
+        case .didBecomeActive, .willResignActive, .willEnterForeground, .didReceiveMemoryWarning:
+            return transitionLimit
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Synchronization
+
+/// One entry of the report's timeline.
+public struct TimelineEvent: Equatable, Sendable {
+    public var time: HostTime
+    /// The event's name: a lifecycle notification, `taskBegan`, `suspended`, …
+    public var event: String
+    /// The other fields, in the order the report writes them.
+    public var fields: [(String, JSONValue)]
+
+    public init(time: HostTime, event: String, fields: [(String, JSONValue)] = []) {
+        self.time = time
+        self.event = event
+        self.fields = fields
+    }
+
+    public static func == (a: TimelineEvent, b: TimelineEvent) -> Bool { a.json == b.json }
+
+    /// The field called `key`.
+    public subscript(key: String) -> JSONValue? { fields.first { $0.0 == key }?.1 }
+
+    public var json: JSONValue {
+        .object([("t", .number(ReportNumber.seconds(time))), ("event", .string(event))] + fields)
+    }
+
+    /// One line for a person watching: `[  27.000s] taskEnded plugin=save-changes task=1`.
+    public var humanLine: String {
+        let t = paddedSeconds(time.seconds)
+        let rest = fields.map { key, value -> String in
+            if case .string(let s) = value { return "\(key)=\(s.contains(" ") ? "\"\(s)\"" : s)" }
+            return "\(key)=\(value.serialized())"
+        }
+        return (["[\(t)s]", event] + rest).joined(separator: " ")
+    }
+}
+
+/// Seconds with three decimals, padded to 9 columns, for the live timeline.
+func paddedSeconds(_ seconds: Double) -> String {
+    let ms = Int64((seconds * 1000).rounded())
+    let frac = String(ms % 1000)
+    let text = String(ms / 1000) + "." + String(repeating: "0", count: 3 - frac.count) + frac
+    return String(repeating: " ", count: max(0, 9 - text.count)) + text
+}
+
+/// Collects the timeline and writes the report (SPEC 2.3).
+///
+/// Threading: appended on the main executor; read by the watchdog's thread when Swift code
+/// overruns (W3), hence the lock.
+public final class Recorder: Sendable {
+    private struct State {
+        var timeline: [TimelineEvent] = []
+        var plugins: [(String, String, String)] = []
+        var termination: Termination?
+        var pluginErrors = 0
+    }
+
+    private let state = Mutex(State())
+    private let observer: (@Sendable (TimelineEvent) -> Void)?
+    public let profileName: String
+
+    /// - Parameter observer: sees each event as it is recorded (the live timeline of `run`).
+    public init(profileName: String, observer: (@Sendable (TimelineEvent) -> Void)? = nil) {
+        self.profileName = profileName
+        self.observer = observer
+    }
+
+    public func record(_ event: TimelineEvent) {
+        state.withLock { $0.timeline.append(event) }
+        observer?(event)
+    }
+
+    /// Notes a plugin in the report's `plugins` list.
+    public func notePlugin(name: String, kind: String, status: String) {
+        state.withLock { s in
+            if let i = s.plugins.firstIndex(where: { $0.0 == name }) {
+                s.plugins[i] = (name, kind, status)
+            } else {
+                s.plugins.append((name, kind, status))
+            }
+        }
+    }
+
+    public func noteTermination(_ t: Termination) { state.withLock { $0.termination = $0.termination ?? t } }
+    public func notePluginError() { state.withLock { $0.pluginErrors += 1 } }
+
+    public var timeline: [TimelineEvent] { state.withLock { $0.timeline } }
+    public var termination: Termination? { state.withLock { $0.termination } }
+    public var pluginErrorCount: Int { state.withLock { $0.pluginErrors } }
+
+    /// The exit code of SPEC 2.4 for what happened: 1 if the app was terminated by a rule or a
+    /// plugin raised an error, else 0.
+    public var exitCode: Int32 { state.withLock { $0.termination != nil || $0.pluginErrors > 0 ? 1 : 0 } }
+
+    /// The report, as one JSON object.
+    public func report(with extra: Termination? = nil) -> JSONValue {
+        state.withLock { s in
+            let termination = s.termination ?? extra
+            return .object([
+                ("lifeline", .int(1)),
+                ("profile", .string(profileName)),
+                ("outcome", .string(termination == nil ? "completed" : "terminated")),
+                ("termination", termination?.json ?? .null),
+                (
+                    "plugins",
+                    .array(
+                        s.plugins.map {
+                            .object([("name", .string($0.0)), ("kind", .string($0.1)), ("status", .string($0.2))])
+                        })
+                ),
+                ("timeline", .array(s.timeline.map(\.json))),
+            ])
+        }
+    }
+}

@@ -1,0 +1,38 @@
+/// `lifeline simulate`: replays a scenario in virtual time and returns the recorder that holds the
+/// report (SPEC 2.2, 2.3).
+public enum Simulation {
+    /// By default the simulation stops at the last step + 15 minutes at the latest.
+    public static let defaultGrace: Double = 15 * 60
+
+    /// Runs `scenario` against the plugins. Throws a load failure (exit 65) or an internal error.
+    ///
+    /// - Parameter until: the latest time to run to; default, the last step + 15 minutes.
+    public static func run(
+        scenario: Scenario, plugins: [PluginDescriptor], configuration: HostConfiguration, until: HostTime? = nil
+    ) throws(LifelineError) -> Recorder {
+        var configuration = configuration
+        configuration.loadFailurePolicy = .abort
+        let executor = MainExecutor(clock: VirtualClock())
+        let host = Host(configuration: configuration, plugins: plugins, executor: executor)
+        defer { host.shutdown() }
+        var transitionError: Lifecycle.TransitionError?
+        for entry in scenario.entries {
+            executor.schedule(at: entry.time) {
+                do throws(Lifecycle.TransitionError) {
+                    try host.perform(entry.step)
+                } catch {
+                    transitionError = transitionError ?? error
+                }
+            }
+        }
+        let lastStep = scenario.entries.last?.time ?? .zero
+        let limit = until ?? lastStep.adding(seconds: defaultGrace)
+        executor.run(
+            until: limit, shouldStop: { host.isStopped || transitionError != nil }, afterJob: host.afterJob)
+        if let error = host.loadError { throw error }
+        if let error = transitionError {
+            throw .internalError("the scenario was valid but the host refused a step: \(error)")
+        }
+        return host.recorder
+    }
+}

@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Something the watchdog can stop while it runs: Lua code, stopped inside the VM (W2).
+///
+/// `preempt()` is called from the watchdog's thread.
+public protocol Preemptible: Sendable {
+    func preempt()
+}
+
+/// What the watchdog is guarding right now.
+public struct WatchdogTarget: Sendable {
+    /// The plugin whose code is running.
+    public var plugin: String
+    /// What it is running: an event name, "expiration handler", "timer", "load".
+    public var handler: String
+    /// The limit in seconds, as the profile gives it.
+    public var limit: Double
+    /// How to stop it; nil for Swift code, which cannot be stopped (W3).
+    public var preemptor: (any Preemptible)?
+    /// The host's time when the code was called (virtual in simulate).
+    public var time: HostTime
+
+    public init(plugin: String, handler: String, limit: Double, preemptor: (any Preemptible)?, time: HostTime) {
+        self.plugin = plugin
+        self.handler = handler
+        self.limit = limit
+        self.preemptor = preemptor
+        self.time = time
+    }
+}
+
+/// The watchdog's thread: it sleeps until the armed deadline, and only then acts (W4). Arming and
+/// disarming cost a lock and, when the deadline moves earlier, a wake-up; nothing runs inside the
+/// Lua VM until a deadline has passed.
+///
+/// Threading: `arm`/`disarm` from the main executor; `fire` runs on the watchdog's own thread.
+public final class Watchdog: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    // Guarded by `mutex`.
+    private var deadline: UInt64?
+    private var target: WatchdogTarget?
+    private var stopping = false
+    private var thread: Thread?
+    /// Called on the watchdog's thread when a deadline passes with Swift code running (W3).
+    private let onUnpreemptible: @Sendable (WatchdogTarget) -> Void
+
+    /// - Parameter onUnpreemptible: what to do when Swift code overruns; called on the watchdog's
+    ///   thread while the main executor is still inside that code.
+    public init(onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }) {
+        self.onUnpreemptible = onUnpreemptible
+        pthread_mutex_init(mutex, nil)
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attr)
+        pthread_condattr_destroy(&attr)
+        let t = Thread { [unowned self] in self.loop() }
+        t.name = "lifeline-watchdog"
+        thread = t
+        t.start()
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Stops the thread. Call once, before dropping the watchdog.
+    public func shutdown() {
+        pthread_mutex_lock(mutex)
+        stopping = true
+        pthread_cond_signal(cond)
+        pthread_mutex_unlock(mutex)
+        while true {
+            pthread_mutex_lock(mutex)
+            let done = thread == nil
+            pthread_mutex_unlock(mutex)
+            if done { return }
+            usleep(100)
+        }
+    }
+
+    /// Guards `target` until `deadline` (CLOCK_MONOTONIC nanoseconds).
+    public func arm(deadline: UInt64, target: WatchdogTarget) {
+        pthread_mutex_lock(mutex)
+        let wake = self.deadline.map { deadline < $0 } ?? true
+        self.deadline = deadline
+        self.target = target
+        if wake { pthread_cond_signal(cond) }
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Stops guarding. After it returns, the watchdog will not act on the old target.
+    public func disarm() {
+        // The deadline stays: re-arming with the same one (the next handler of the same event)
+        // then needs no wake-up, and the thread, waking at it, finds no target and does nothing.
+        pthread_mutex_lock(mutex)
+        target = nil
+        pthread_mutex_unlock(mutex)
+    }
+
+    private func loop() {
+        pthread_mutex_lock(mutex)
+        while !stopping {
+            guard let d = deadline else {
+                pthread_cond_wait(cond, mutex)
+                continue
+            }
+            if Monotonic.nanoseconds() < d {
+                var ts = Monotonic.timespec(d)
+                pthread_cond_timedwait(cond, mutex, &ts)
+                continue
+            }
+            // The deadline passed with the target still running.
+            let fired = target
+            deadline = nil
+            if let fired {
+                if let p = fired.preemptor {
+                    p.preempt()
+                } else {
+                    pthread_mutex_unlock(mutex)
+                    onUnpreemptible(fired)
+                    pthread_mutex_lock(mutex)
+                }
+            }
+        }
+        thread = nil
+        pthread_mutex_unlock(mutex)
+    }
+}

@@ -1,0 +1,150 @@
+import CLua
+import CLuaShims
+import Lifeline
+import Logging
+
+/// A Lua plugin: one lua_State, sandboxed, with the `lifeline` module (SPEC 6).
+///
+/// Ownership: the instance owns its control block and lua_State and frees them in `close()` (or
+/// `deinit`). The block holds an unretained pointer back to the instance, which the bridged
+/// functions read; since the instance frees the block, that pointer never outlives the instance.
+///
+/// Threading: main executor only, except `preemptor`, which the watchdog calls from its thread.
+public final class LuaPlugin: PluginInstance {
+    public let name: String
+    public var kind: PluginKind { .lua }
+    /// The plugin's folder, as given (it names the chunks, so reports do not depend on the machine).
+    public let directory: String
+    private var control: OpaquePointer?
+    private let lua: LuaPreemptor
+    /// The context of the launch this instance belongs to; set by `start`.
+    var context: PluginContext?
+
+    /// Creates the state and opens the sandbox. Nothing of the plugin's code runs yet.
+    ///
+    /// - Parameters:
+    ///   - directory: the plugin's folder; `init.lua` in it runs at `start`.
+    ///   - memoryLimit: the cap in bytes for everything the state allocates.
+    public init(name: String, directory: String, memoryLimit: Int) throws(LifelineError) {
+        self.name = name
+        self.directory = directory
+        let control = lifeline_control_new(memoryLimit, nil)
+        guard let control else { throw .internalError("could not create a Lua state for plugin '\(name)'") }
+        self.control = control
+        self.lua = LuaPreemptor(control: control)
+        lifeline_control_set_owner(control, Unmanaged.passUnretained(self).toOpaque())
+        let L = lifeline_control_state(control)!
+        if lifeline_open_sandbox(L, directory) != LUA_OK || lifeline_open_module(L, &LuaModule.spec) != LUA_OK {
+            let message = LuaPlugin.popMessage(L)
+            close()
+            throw .internalError("could not open the Lua libraries for plugin '\(name)': \(message)")
+        }
+    }
+
+    deinit { close() }
+
+    public var preemptor: (any Preemptible)? { lua }
+
+    /// The plugin's state; nil once closed.
+    var state: OpaquePointer? { control.flatMap { lifeline_control_state($0) } }
+
+    /// Bytes the plugin's state holds now.
+    public var memoryUsed: Int { control.map { Int(lifeline_memory_used($0)) } ?? 0 }
+
+    public func start(_ context: PluginContext) -> CallOutcome {
+        self.context = context
+        guard let L = state else { return .returned }
+        let path = directory.hasSuffix("/") ? directory + "init.lua" : directory + "/init.lua"
+        return outcome(lifeline_run_file(L, path), L)
+    }
+
+    public func resetPreemption() {
+        if let control, lifeline_preempt_requested(control) != 0 { lifeline_preempt_clear(control) }
+    }
+
+    public func close() {
+        guard let control else { return }
+        self.control = nil
+        lua.invalidate()
+        context = nil
+        lifeline_control_free(control)
+    }
+
+    // MARK: - Calling into Lua
+
+    /// Calls the function at registry `ref`, with an event table when `event` is given.
+    func call(ref: Int32, event: LifecycleEvent?) -> CallOutcome {
+        guard let L = state else { return .returned }
+        guard let event else { return outcome(lifeline_call_ref(L, ref, nil), L) }
+        return event.name.rawValue.withCString { name in
+            event.state.rawValue.withCString { st in
+                var ev = LifelineEvent(name: name, time: event.time, state: st)
+                return outcome(lifeline_call_ref(L, ref, &ev), L)
+            }
+        }
+    }
+
+    private func outcome(_ status: Int32, _ L: OpaquePointer) -> CallOutcome {
+        if status == LUA_OK { return .returned }
+        let raw = LuaPlugin.popMessage(L)
+        if let control, lifeline_preempt_requested(control) != 0 {
+            let tb = lifeline_preempt_traceback(control).map { String(cString: $0) } ?? raw
+            return .preempted(traceback: tb)
+        }
+        if status == LUA_ERRMEM {
+            let cap = control.map { Int(lifeline_memory_limit($0)) } ?? 0
+            return .raised(
+                message: "not enough memory: plugin '\(name)' reached its memory cap of \(LuaPlugin.formatBytes(cap))",
+                traceback: "")
+        }
+        // The message handler appended "\nstack traceback:\n..." to string errors.
+        if let range = raw.range(of: "\nstack traceback:\n") {
+            return .raised(message: String(raw[..<range.lowerBound]), traceback: "stack traceback:\n" + raw[range.upperBound...])
+        }
+        return .raised(message: raw, traceback: "")
+    }
+
+    static func popMessage(_ L: OpaquePointer) -> String {
+        let message = lifeline_tostring(L, -1).map { String(cString: $0) } ?? "(error object is not a string)"
+        lifeline_pop(L, 1)
+        return message
+    }
+
+    static func formatBytes(_ n: Int) -> String {
+        if n % (1024 * 1024) == 0 { return "\(n / (1024 * 1024)) MiB" }
+        if n % 1024 == 0 { return "\(n / 1024) KiB" }
+        return "\(n) bytes"
+    }
+
+    /// The plugin that owns `L` (any of its threads).
+    static func from(_ L: OpaquePointer) -> LuaPlugin {
+        Unmanaged<LuaPlugin>.fromOpaque(lifeline_owner(L)!).takeUnretainedValue()
+    }
+}
+
+/// A registry reference to a Lua function, released when the host drops the last closure that
+/// holds it. This is the one release of every function a plugin hands the host.
+final class LuaRef {
+    private weak var plugin: LuaPlugin?
+    let ref: Int32
+
+    init(plugin: LuaPlugin, ref: Int32) {
+        self.plugin = plugin
+        self.ref = ref
+    }
+
+    deinit {
+        if let L = plugin?.state { lifeline_unref(L, ref) }
+    }
+}
+
+/// Stops a plugin's Lua code from the watchdog's thread (W2).
+final class LuaPreemptor: Preemptible, @unchecked Sendable {
+    // Written on the main executor only while no watchdog target refers to it (between calls).
+    private var control: OpaquePointer?
+
+    init(control: OpaquePointer) { self.control = control }
+
+    func preempt() { if let control { lifeline_preempt(control) } }
+    func invalidate() { control = nil }
+}

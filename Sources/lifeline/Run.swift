@@ -1,0 +1,119 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Lifeline
+import Logging
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the plugins live, on the real clock, driven by signals.",
+        discussion: """
+            Example:
+              lifeline run --plugins plugins --state-dir /tmp/lifeline &
+              kill -USR1 $!   # background
+              kill -USR2 $!   # foreground
+              kill -TERM $!   # terminate
+
+            Signals: SIGUSR1 background, SIGUSR2 foreground, SIGTERM or SIGINT terminate,
+            a second SIGINT kill. When a rule terminates the app, a crash report is written to
+            <state-dir>/reports/ and the exit code is 1.
+            """
+    )
+
+    @Option(help: "The folder of plugins: every subfolder with an init.lua.")
+    var plugins: String
+
+    @Option(help: "Where crash reports go (default: ~/.local/state/lifeline).")
+    var stateDir: String?
+
+    @Option(help: "Also write the whole JSON report here when the app ends.")
+    var report: String?
+
+    @OptionGroup var profileOptions: ProfileOptions
+
+    func run() throws {
+        bootstrapLogging(level: profileOptions.level)
+        let stateDirectory = stateDir ?? (NSHomeDirectory() + "/.local/state/lifeline")
+        let reportPath = report
+        try runReportingErrors { () throws(LifelineError) -> Int32 in
+            let descriptors = try loadDescriptors(plugins)
+            let recorder = Recorder(profileName: try profileOptions.resolved().name) { event in
+                FileHandle.standardError.write(Data((event.humanLine + "\n").utf8))
+            }
+            let clock = MonotonicClock()
+            let executor = MainExecutor(clock: clock)
+            let configuration = HostConfiguration(
+                profile: try profileOptions.resolved(), loadFailurePolicy: .skip,
+                onUnpreemptibleOverrun: { termination, recorder in
+                    // W3: Swift code cannot be stopped; report now and end the process.
+                    CrashReport.write(termination, recorder: recorder, stateDir: stateDirectory, reportPath: reportPath)
+                    Foundation.exit(1)
+                })
+            let host = Host(configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
+            let signals = SignalSteps(clock: clock) { step in
+                do {
+                    try host.perform(step)
+                } catch {
+                    host.logger.warning("signal ignored: \(error)")
+                }
+            }
+            executor.schedule(at: clock.now) { try? host.perform(.launch) }
+            executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
+            signals.cancel()
+            host.shutdown()
+            if let termination = recorder.termination {
+                CrashReport.write(termination, recorder: recorder, stateDir: stateDirectory, reportPath: reportPath)
+            } else if let reportPath {
+                try writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath)
+            }
+            return recorder.exitCode
+        }
+    }
+}
+
+/// Crash reports of `lifeline run` (SPEC 2.5): the termination object, under <state-dir>/reports/.
+enum CrashReport {
+    static func write(_ termination: Termination, recorder: Recorder, stateDir: String, reportPath: String?) {
+        let folder = stateDir + "/reports"
+        let millis = Int64(Date().timeIntervalSince1970 * 1000)
+        let path = "\(folder)/crash-\(millis)-\(termination.kind.rawValue).json"
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try writeFile(termination.json.serialized(pretty: true) + "\n", to: path)
+            FileHandle.standardError.write(Data("lifeline: crash report written to \(path)\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("lifeline: cannot write crash report to \(path): \(error)\n".utf8))
+        }
+        if let reportPath { try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
+    }
+}
+
+/// Maps signals to steps (SPEC 2.5) and posts them to the main executor.
+final class SignalSteps: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let queue = DispatchQueue(label: "lifeline.signals")
+    private var interrupts = 0  // touched on `queue` only
+
+    init(clock: MonotonicClock, perform: @escaping (Step) -> Void) {
+        nonisolated(unsafe) let perform = perform
+        let post: @Sendable (Step) -> Void = { step in clock.post { perform(step) } }
+        let map: [(Int32, () -> Step)] = [
+            (SIGUSR1, { .background }),
+            (SIGUSR2, { .foreground }),
+            (SIGTERM, { .terminate }),
+            (SIGINT, { [unowned self] in
+                interrupts += 1
+                return interrupts == 1 ? .terminate : .kill
+            }),
+        ]
+        for (signo, step) in map {
+            signal(signo, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
+            source.setEventHandler { post(step()) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func cancel() { for s in sources { s.cancel() } }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Lifeline
+import Logging
+
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay a scripted lifecycle in virtual time and write a JSON verdict.",
+        discussion: """
+            Example:
+              lifeline simulate --plugins plugins --scenario plugins/save-changes/scenarios/save.scenario --report -
+
+            Exit codes: 0 completed, 1 terminated by a rule or a plugin error, 64 bad usage,
+            65 a scenario or plugin that cannot be read or loaded, 70 an internal error.
+            """
+    )
+
+    @Option(help: "The folder of plugins: every subfolder with an init.lua.")
+    var plugins: String
+
+    @Option(help: "The scenario file.")
+    var scenario: String
+
+    @Option(help: "Where to write the JSON report; - for stdout.")
+    var report: String?
+
+    @Option(help: "Multiply real handler time by this before comparing it with a watchdog limit.")
+    var watchdogScale: Double = 1
+
+    @Option(help: "Stop at this time at the latest (default: the last step + 15m), e.g. 10m.")
+    var until: String?
+
+    @OptionGroup var profileOptions: ProfileOptions
+
+    func validate() throws {
+        guard watchdogScale.isFinite, watchdogScale > 0 else {
+            throw ValidationError("--watchdog-scale must be a number > 0")
+        }
+        if let until {
+            do { _ = try Scenario.parseTime(until, at: "--until") } catch { throw ValidationError(error.message) }
+        }
+    }
+
+    func run() throws {
+        bootstrapLogging(level: profileOptions.level)
+        try runReportingErrors { () throws(LifelineError) -> Int32 in
+            guard let data = FileManager.default.contents(atPath: scenario) else {
+                throw .badInput("cannot read scenario file '\(scenario)'")
+            }
+            guard let text = String(data: data, encoding: .utf8) else {
+                throw .badInput("\(scenario):1: the scenario is not valid UTF-8")
+            }
+            let parsed = try Scenario.parse(text, fileName: scenario)
+            let descriptors = try loadDescriptors(plugins)
+            let limit = try until.map { u throws(LifelineError) in try Scenario.parseTime(u, at: "--until") }
+            let reportPath = report
+            let configuration = HostConfiguration(
+                profile: try profileOptions.resolved(), watchdogScale: watchdogScale,
+                onUnpreemptibleOverrun: { _, recorder in
+                    // W3: Swift code cannot be stopped; write the verdict now and end the process.
+                    if let reportPath { try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
+                    Foundation.exit(1)
+                })
+            let recorder = try Simulation.run(
+                scenario: parsed, plugins: descriptors, configuration: configuration, until: limit)
+            if let reportPath { try writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
+            return recorder.exitCode
+        }
+    }
+}
