@@ -1,0 +1,149 @@
+/// What plugin.toml says (SPEC 6.1): version, description, permissions, limits, config.
+public struct PluginManifest: Equatable, Sendable {
+    /// The plugin's version, as written; nothing compares versions.
+    public var version: String?
+    /// A one-line description for listings.
+    public var description: String?
+    /// Per-plugin memory cap in bytes, from [limits] memory; nil means the host default.
+    public var memoryLimit: Int?
+    /// [permissions] network: host:port patterns (used by a later feature; parse and keep them).
+    public var networkPermissions: [String]
+    /// The free-form [config] table.
+    public var config: TOMLTable
+
+    /// The memory cap of a plugin whose manifest sets none: 32 MiB.
+    public static let defaultMemoryLimit = 32 * 1024 * 1024
+    /// The largest [limits] memory the host accepts unless told otherwise: 256 MiB.
+    public static let maximumMemoryLimit = 256 * 1024 * 1024
+    /// The smallest [limits] memory accepted: less than 64 KiB is almost surely a unit mistake.
+    public static let minimumMemoryLimit = 64 * 1024
+
+    /// An empty manifest: no version, no description, default memory, no permissions, empty config.
+    public init() {
+        version = nil
+        description = nil
+        memoryLimit = nil
+        networkPermissions = []
+        config = TOMLTable()
+    }
+
+    /// Parses and checks plugin.toml. Every problem, TOML syntax included, throws
+    /// `.badInput("fileName:line: message")`; a memory limit above `maximumMemoryLimit` is one of them.
+    public static func parse(
+        _ text: String, fileName: String, maximumMemoryLimit: Int = PluginManifest.maximumMemoryLimit
+    ) throws(LifelineError) -> PluginManifest {
+        let table = try TOML.parse(text, fileName: fileName)
+        let reader = Reader(fileName: fileName, maximumMemoryLimit: maximumMemoryLimit)
+        var manifest = PluginManifest()
+        for (key, value, line) in table.entries {
+            switch key {
+            case "version": manifest.version = try reader.string(value, "version", line)
+            case "description": manifest.description = try reader.string(value, "description", line)
+            case "permissions":
+                for (key, value, line) in try reader.table(value, "permissions", line).entries {
+                    guard key == "network" else { throw reader.unknown(key, in: "permissions", line, valid: "network") }
+                    manifest.networkPermissions = try reader.strings(value, "[permissions] network", line)
+                }
+            case "limits":
+                for (key, value, line) in try reader.table(value, "limits", line).entries {
+                    guard key == "memory" else { throw reader.unknown(key, in: "limits", line, valid: "memory") }
+                    manifest.memoryLimit = try reader.memory(value, line)
+                }
+            case "config": manifest.config = try reader.table(value, "config", line)
+            default:
+                let what = if case .table = value { "table [\(key)]" } else { "key '\(key)'" }
+                throw reader.fail(line, "unknown \(what); plugin.toml may contain version, description, "
+                    + "[permissions], [limits] and [config]")
+            }
+        }
+        return manifest
+    }
+}
+
+/// The checks, kept apart so that `parse` reads as the shape of the file.
+private struct Reader {
+    let fileName: String
+    let maximumMemoryLimit: Int
+
+    func fail(_ line: Int, _ message: String) -> LifelineError { .badInput("\(fileName):\(line): \(message)") }
+
+    func unknown(_ key: String, in table: String, _ line: Int, valid: String) -> LifelineError {
+        fail(line, "unknown key '\(key)' in [\(table)]; the only key there is \(valid)")
+    }
+
+    func string(_ value: TOMLValue, _ name: String, _ line: Int) throws(LifelineError) -> String {
+        guard case .string(let string) = value else { throw fail(line, "\(name) must be a string") }
+        return string
+    }
+
+    func strings(_ value: TOMLValue, _ name: String, _ line: Int) throws(LifelineError) -> [String] {
+        let message = "\(name) must be an array of strings, like [\"example.com:443\"]"
+        guard case .array(let items) = value else { throw fail(line, message) }
+        var strings: [String] = []
+        for item in items {
+            guard case .string(let string) = item else { throw fail(line, message) }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    func table(_ value: TOMLValue, _ name: String, _ line: Int) throws(LifelineError) -> TOMLTable {
+        guard case .table(let table) = value else { throw fail(line, "[\(name)] must be a table") }
+        return table
+    }
+
+    /// Bytes from an integer, or from a string with a unit such as "64MiB".
+    func memory(_ value: TOMLValue, _ line: Int) throws(LifelineError) -> Int {
+        let bytes: Int
+        switch value {
+        case .integer(let integer):
+            guard let exact = Int(exactly: integer) else { throw fail(line, "[limits] memory is too large") }
+            bytes = exact
+        case .string(let text):
+            bytes = try size(text, line)
+        default:
+            throw fail(line, "[limits] memory must be a number of bytes or a string like \"64MiB\"")
+        }
+        guard bytes > 0 else { throw fail(line, "[limits] memory must be more than 0 bytes") }
+        guard bytes >= PluginManifest.minimumMemoryLimit else {
+            throw fail(line, "[limits] memory is \(Self.format(bytes)), below the minimum of "
+                + Self.format(PluginManifest.minimumMemoryLimit))
+        }
+        guard bytes <= maximumMemoryLimit else {
+            throw fail(line, "[limits] memory is \(Self.format(bytes)), above the host maximum of "
+                + Self.format(maximumMemoryLimit))
+        }
+        return bytes
+    }
+
+    /// Binary units because that is how memory is sized; decimal ones because people write them anyway.
+    static let units: [String: Int] = [
+        "": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
+    ]
+
+    func size(_ text: String, _ line: Int) throws(LifelineError) -> Int {
+        let trimmed = Self.trimmed(text)
+        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
+        let unit = Self.trimmed(trimmed.dropFirst(digits.count))
+        guard !digits.isEmpty, let multiplier = Self.units[unit] else {
+            throw fail(line, "[limits] memory \"\(text)\" is not a size; write a whole number with an optional "
+                + "unit (B, KiB, MiB, GiB, KB, MB, GB), like \"64MiB\"")
+        }
+        guard let count = Int(digits), case let (bytes, false) = count.multipliedReportingOverflow(by: multiplier)
+        else { throw fail(line, "[limits] memory \"\(text)\" is too large") }
+        return bytes
+    }
+
+    /// "512 MiB" rather than "536870912 bytes" whenever the number is whole in a binary unit.
+    static func format(_ bytes: Int) -> String {
+        for (unit, size) in [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] where bytes % size == 0 {
+            return "\(bytes / size) \(unit)"
+        }
+        return "\(bytes) bytes"
+    }
+
+    static func trimmed(_ text: some StringProtocol) -> String {
+        let isSpace = { (c: Character) in c == " " || c == "\t" }
+        return String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
+    }
+}
