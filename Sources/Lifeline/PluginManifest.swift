@@ -41,12 +41,16 @@ public struct PluginManifest: Equatable, Sendable {
             case "description": manifest.description = try reader.string(value, "description", line)
             case "permissions":
                 for (key, value, line) in try reader.table(value, "permissions", line).entries {
-                    guard key == "network" else { throw reader.unknown(key, in: "permissions", line, valid: "network") }
+                    guard key == "network" else {
+                        throw reader.unknown(key, value, in: "permissions", line, valid: "network")
+                    }
                     manifest.networkPermissions = try reader.strings(value, "[permissions] network", line)
                 }
             case "limits":
                 for (key, value, line) in try reader.table(value, "limits", line).entries {
-                    guard key == "memory" else { throw reader.unknown(key, in: "limits", line, valid: "memory") }
+                    guard key == "memory" else {
+                        throw reader.unknown(key, value, in: "limits", line, valid: "memory")
+                    }
                     manifest.memoryLimit = try reader.memory(value, line)
                 }
             case "config": manifest.config = try reader.table(value, "config", line)
@@ -67,8 +71,9 @@ private struct Reader {
 
     func fail(_ line: Int, _ message: String) -> LifelineError { .badInput("\(fileName):\(line): \(message)") }
 
-    func unknown(_ key: String, in table: String, _ line: Int, valid: String) -> LifelineError {
-        fail(line, "unknown key '\(key)' in [\(table)]; the only key there is \(valid)")
+    func unknown(_ key: String, _ value: TOMLValue, in table: String, _ line: Int, valid: String) -> LifelineError {
+        let what = if case .table = value { "table [\(table).\(key)]" } else { "key '\(key)' in [\(table)]" }
+        return fail(line, "unknown \(what); the only key there is \(valid)")
     }
 
     func string(_ value: TOMLValue, _ name: String, _ line: Int) throws(LifelineError) -> String {
@@ -118,7 +123,8 @@ private struct Reader {
 
     /// Binary units because that is how memory is sized; decimal ones because people write them anyway.
     static let units: [String: Int] = [
-        "": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
+        "": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+        "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
     ]
 
     func size(_ text: String, _ line: Int) throws(LifelineError) -> Int {
@@ -134,9 +140,11 @@ private struct Reader {
         return bytes
     }
 
-    /// "512 MiB" rather than "536870912 bytes" whenever the number is whole in a binary unit.
+    /// "512 MiB" rather than "536870912 bytes" whenever the number is whole in a unit, binary ones first.
     static func format(_ bytes: Int) -> String {
-        for (unit, size) in [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] where bytes % size == 0 {
+        let units = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("GB", 1_000_000_000), ("MB", 1_000_000),
+                     ("KB", 1_000)]
+        for (unit, size) in units where bytes % size == 0 {
             return "\(bytes / size) \(unit)"
         }
         return "\(bytes) bytes"

@@ -1,10 +1,16 @@
 /// A TOML value, as far as plugin manifests need: no dates, no multi-line strings, no arrays of tables.
 public enum TOMLValue: Equatable, Sendable {
+    /// A basic "..." or literal '...' string, escapes decoded.
     case string(String)
+    /// A decimal, 0x, 0o or 0b integer.
     case integer(Int64)
+    /// A number with a fraction or exponent, or inf / nan.
     case float(Double)
+    /// true or false.
     case bool(Bool)
+    /// [a, b]; TOML 1.0 lets the items have different types.
     case array([TOMLValue])
+    /// A [header] table, a table made by dotted keys, or an inline { } table.
     case table(TOMLTable)
 }
 
@@ -49,19 +55,13 @@ public enum TOML {
 private final class Node {
     /// How a table came to exist decides what may still add to it (TOML 1.0, "Table").
     enum Origin { case implicit, header, dotted }
-    enum Item {
-        case value(TOMLValue)
-        case table(Node)
-    }
+    enum Item { case value(TOMLValue), table(Node) }
 
     var origin: Origin
     var line: Int
     var entries: [(key: String, item: Item, line: Int)] = []
 
-    init(_ origin: Origin, line: Int) {
-        self.origin = origin
-        self.line = line
-    }
+    init(_ origin: Origin, line: Int) { (self.origin, self.line) = (origin, line) }
 
     func index(of key: String) -> Int? { entries.firstIndex { $0.key == key } }
 
@@ -102,6 +102,11 @@ private struct Parser {
         "\"": "\"", "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "b": "\u{08}", "f": "\u{0C}",
     ]
 
+    static let keywords: [String: TOMLValue] = [
+        "true": .bool(true), "false": .bool(false), "inf": .float(.infinity), "+inf": .float(.infinity),
+        "-inf": .float(-.infinity), "nan": .float(.nan), "+nan": .float(.nan), "-nan": .float(.nan),
+    ]
+
     var peek: Unicode.Scalar? { i < s.count ? s[i] : nil }
     func peek(_ offset: Int) -> Unicode.Scalar? { i + offset < s.count ? s[i + offset] : nil }
     var atLineEnd: Bool { peek == nil || peek == "\n" || (peek == "\r" && peek(1) == "\n") }
@@ -110,10 +115,7 @@ private struct Parser {
         .badInput("\(fileName):\(line ?? self.line): \(message)")
     }
 
-    func describe(_ c: Unicode.Scalar?) -> String {
-        guard let c else { return "end of file" }
-        return "'\(c.escaped(asASCII: false))'"
-    }
+    func describe(_ c: Unicode.Scalar?) -> String { c.map { "'\($0.escaped(asASCII: false))'" } ?? "end of file" }
 
     func dotted<C: Collection<String>>(_ path: C) -> String { path.joined(separator: ".") }
 
@@ -162,9 +164,7 @@ private struct Parser {
         if peek == "[" { throw fail("arrays of tables ([[...]]) are not supported") }
         skipSpaces()
         let path = try parseKeyPath()
-        guard peek == "]" else {
-            throw fail("expected ']' to close [\(dotted(path)), found \(describe(peek))")
-        }
+        guard peek == "]" else { throw fail("expected ']' to close [\(dotted(path)), found \(describe(peek))") }
         i += 1
         var node = root
         for n in path.indices {
@@ -202,7 +202,8 @@ private struct Parser {
         for n in path.indices.dropLast() {
             node = try child(path, n, of: node, making: .dotted, line: keyLine) { name, table in
                 // Dotted keys may only add to tables that dotted keys made (TOML 1.0).
-                table.origin == .dotted ? nil : "table [\(name)] (line \(table.line)) cannot be extended with dotted keys"
+                guard table.origin != .dotted else { return nil }
+                return "table [\(name)] (line \(table.line)) cannot be extended with dotted keys"
             }
         }
         if let k = node.index(of: last) {
@@ -371,14 +372,7 @@ private struct Parser {
         if token.contains(":") || (scalars.count > 4 && scalars[..<4].allSatisfy(isDigit) && scalars[4] == "-") {
             throw fail("dates are not supported; quote '\(token)' to make it a string")
         }
-        switch token {
-        case "true": return .bool(true)
-        case "false": return .bool(false)
-        case "inf", "+inf": return .float(.infinity)
-        case "-inf": return .float(-.infinity)
-        case "nan", "+nan", "-nan": return .float(.nan)
-        default: break
-        }
+        if let keyword = Self.keywords[token] { return keyword }
         if let number = try parseNumber(token, scalars) { return number }
         throw fail("invalid value '\(token)'; strings must be quoted")
     }

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+/// `lifeline run` driven by real signals in a subprocess (SPEC 2.5).
+@Suite struct RunTests {
+    final class Live {
+        let process = Process()
+        let stderr: Captured
+        let stdout: Captured
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: CLI.binary)
+            process.arguments = ["run"] + arguments
+            let out = Pipe(), err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            stdout = Captured(out)
+            stderr = Captured(err)
+            try process.run()
+        }
+
+        func signal(_ signo: Int32) { kill(process.processIdentifier, signo) }
+
+        /// Waits for the process to end, killing it after `timeout` so a test cannot hang.
+        func wait(timeout: TimeInterval = 20) -> Int32 {
+            let deadline = Date().addingTimeInterval(timeout)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    @Test func run_signalsDriveBackgroundForegroundAndTerminate() throws {
+        let ws = try Workspace()
+        try ws.plugin("saver", """
+            lifeline.on("didEnterBackground", function()
+              local id = lifeline.beginBackgroundTask("save")
+              lifeline.after(0.2, function() lifeline.endBackgroundTask(id) end)
+            end)
+            """)
+        let live = try Live(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"])
+        #expect(live.stderr.waitFor("didBecomeActive"))
+        live.signal(SIGUSR1)
+        #expect(live.stderr.waitFor("didEnterBackground"))
+        #expect(live.stderr.waitFor("taskEnded plugin=saver"))
+        #expect(live.stderr.waitFor("suspended"))
+        live.signal(SIGUSR2)
+        #expect(live.stderr.waitFor("willEnterForeground"))
+        #expect(live.stderr.waitFor("didBecomeActive", count: 2))
+        live.signal(SIGTERM)
+        #expect(live.wait() == 0)
+        #expect(live.stderr.text().contains("willTerminate"))
+    }
+
+    @Test func run_runawayHandler_isTerminatedByTheWatchdog_withACrashReport() throws {
+        let ws = try Workspace()
+        try ws.plugin("spinner", """
+            lifeline.on("didEnterBackground", function()
+              while true do end
+            end)
+            """)
+        let state = ws.path + "/state"
+        let live = try Live(["--plugins", ws.plugins, "--state-dir", state, "--background-limit", "0.3"])
+        #expect(live.stderr.waitFor("didBecomeActive"))
+        live.signal(SIGUSR1)
+        #expect(live.wait() == 1)
+        let reports = try FileManager.default.contentsOfDirectory(atPath: state + "/reports")
+        #expect(reports.count == 1)
+        let data = try Data(contentsOf: URL(fileURLWithPath: state + "/reports/" + reports[0]))
+        let crash = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(crash["kind"] as? String == "watchdog")
+        #expect(crash["code"] as? String == "0x8badf00d")
+        #expect(crash["plugin"] as? String == "spinner")
+        #expect((crash["traceback"] as? String)?.contains("init.lua:2") == true)
+        #expect(live.stderr.text().contains("crash report written"))
+    }
+
+    @Test func run_secondInterrupt_kills() throws {
+        let ws = try Workspace()
+        try ws.plugin("slow-goodbye", """
+            lifeline.on("willTerminate", function() print("saying goodbye") end)
+            """)
+        let live = try Live(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"])
+        #expect(live.stderr.waitFor("didBecomeActive"))
+        live.signal(SIGINT)
+        #expect(live.wait() == 0)
+        #expect(live.stderr.text().contains("willTerminate"))
+    }
+
+    @Test func run_badPluginIsSkipped_andTheOthersRun() throws {
+        let ws = try Workspace()
+        try ws.plugin("broken", "this is not lua")
+        try ws.plugin("fine", "lifeline.on('didBecomeActive', function() print('fine is running') end)")
+        let live = try Live(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"])
+        #expect(live.stderr.waitFor("fine is running"))
+        live.signal(SIGTERM)
+        _ = live.wait()
+        let err = live.stderr.text()
+        #expect(err.contains("plugin 'broken' skipped"))
+        #expect(err.contains("init.lua:1"))
+    }
+}

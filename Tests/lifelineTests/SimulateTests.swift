@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+
+/// `lifeline simulate` end to end: determinism, the bundled examples, the watchdog.
+@Suite struct SimulateTests {
+    @Test func simulate_sameInputsTwice_giveByteIdenticalReports() throws {
+        let ws = try Workspace()
+        for name in ["save-changes", "downloads", "cleanup"] { try ws.linkExample(name) }
+        let s = CLI.packageRoot + "/plugins/downloads/scenarios/drain.scenario"
+        let a = ws.path + "/a.json", b = ws.path + "/b.json"
+        let r1 = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", a])
+        let r2 = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", b])
+        #expect(r1.status == r2.status)
+        let bytesA = try Data(contentsOf: URL(fileURLWithPath: a))
+        let bytesB = try Data(contentsOf: URL(fileURLWithPath: b))
+        #expect(bytesA.count > 500)
+        #expect(bytesA == bytesB)
+    }
+
+    @Test func example_saveChanges_endsItsTaskOnSuccessAndFailure() throws {
+        let ws = try Workspace()
+        try ws.linkExample("save-changes")
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--scenario",
+            CLI.packageRoot + "/plugins/save-changes/scenarios/save.scenario", "--report", "-",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try parseReport(r.stdout)
+        #expect(events(report, "taskBegan", plugin: "save-changes").count == 2)
+        let ended = events(report, "taskEnded", plugin: "save-changes")
+        #expect(ended.count == 2)
+        #expect(ended.allSatisfy { $0["expired"] as? Bool == false })
+        // The first save takes 2 s; the second batch fails at once.
+        #expect(ended.map { $0["t"] as? Double } == [7, 30])
+        #expect(r.stderr.contains("saved 3 edits"))
+        #expect(r.stderr.contains("is corrupt"))
+        #expect(events(report, "suspended").count == 2)
+        #expect(events(report, "pluginError").isEmpty)
+    }
+
+    @Test func example_downloads_expiresCleanlyThenDrains() throws {
+        let ws = try Workspace()
+        try ws.linkExample("downloads")
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--scenario",
+            CLI.packageRoot + "/plugins/downloads/scenarios/drain.scenario", "--report", "-",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try parseReport(r.stdout)
+        // No task before the app enters the background.
+        let began = events(report, "taskBegan", plugin: "downloads")
+        #expect(began.map { $0["t"] as? Double } == [1, 45])
+        let ended = events(report, "taskEnded", plugin: "downloads")
+        #expect(ended.count == 2)
+        #expect(ended.first?["expired"] as? Bool == true)
+        #expect(ended.first?["t"] as? Double == 26)
+        #expect(ended.last?["expired"] as? Bool == false)
+        #expect(report["outcome"] as? String == "completed")
+        #expect(r.stderr.contains("downloaded file-9"))
+    }
+
+    @Test func example_cleanup_returnsAtOnceAndFinishesThroughItsTask() throws {
+        let ws = try Workspace()
+        try ws.linkExample("cleanup")
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--scenario",
+            CLI.packageRoot + "/plugins/cleanup/scenarios/cleanup.scenario", "--report", "-",
+            "--background-limit", "0.5",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try parseReport(r.stdout)
+        let ended = events(report, "taskEnded", plugin: "cleanup")
+        #expect(ended.count == 1)
+        #expect(ended.first?["expired"] as? Bool == false)
+        #expect(ended.first?["t"] as? Double == 5)
+        #expect(r.stderr.contains("cache pruned"))
+        let suspended = events(report, "suspended").first
+        #expect(suspended?["t"] as? Double == 5)
+    }
+
+    @Test func example_heartbeatSwiftPlugin_flushesInsideATask() throws {
+        let ws = try Workspace()
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--scenario",
+            CLI.packageRoot + "/plugins/heartbeat-swift/scenarios/heartbeat.scenario", "--report", "-",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let report = try parseReport(r.stdout)
+        let plugins = report["plugins"] as? [[String: Any]] ?? []
+        #expect(plugins.contains { $0["name"] as? String == "heartbeat" && $0["kind"] as? String == "swift" })
+        let ended = events(report, "taskEnded", plugin: "heartbeat")
+        #expect(ended.map { $0["t"] as? Double } == [3])
+        #expect(events(report, "suspended").first?["t"] as? Double == 3)
+    }
+
+    @Test func runawayLuaHandler_isPreempted_evenThroughPcall() throws {
+        let ws = try Workspace()
+        try ws.plugin("spinner", """
+            lifeline.on("didEnterBackground", function()
+              for i = 1, 100 do pcall(function() while true do end end) end
+              lifeline.beginBackgroundTask("escaped the watchdog")
+            end)
+            """)
+        let s = try ws.file("s.scenario", "0s launch\n2s background\n")
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--scenario", s, "--report", "-", "--watchdog-scale", "25",
+        ])
+        #expect(r.status == 1)
+        let report = try parseReport(r.stdout)
+        let termination = try #require(report["termination"] as? [String: Any])
+        #expect(termination["kind"] as? String == "watchdog")
+        #expect(termination["code"] as? String == "0x8badf00d")
+        #expect(termination["plugin"] as? String == "spinner")
+        #expect(termination["t"] as? Double == 2)
+        #expect((termination["traceback"] as? String)?.contains("init.lua:2") == true)
+        #expect(events(report, "taskBegan", plugin: "spinner").isEmpty)
+        #expect(events(report, "watchdog", plugin: "spinner").count == 1)
+    }
+
+    @Test func until_stopsASimulationThatNeverSettles() throws {
+        let ws = try Workspace()
+        try ws.plugin("ticker", """
+            local function tick() lifeline.after(1, tick) end
+            tick()
+            """)
+        let s = try ws.file("s.scenario", "0s launch\n")
+        let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", "-", "--until", "90s"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try parseReport(r.stdout)["outcome"] as? String == "completed")
+    }
+
+    @Test func profiles_setTheBudget() throws {
+        let ws = try Workspace()
+        try ws.plugin("leaky", "lifeline.on('didEnterBackground', function() lifeline.beginBackgroundTask('x') end)")
+        let s = try ws.file("s.scenario", "0s launch\n10s background\n")
+        for (profile, end) in [("ios13", 40.0), ("ios7", 190.0), ("ios6", 610.0)] {
+            let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", "-", "--profile", profile])
+            let report = try parseReport(r.stdout)
+            #expect(report["profile"] as? String == profile)
+            #expect((report["termination"] as? [String: Any])?["t"] as? Double == end, "\(profile)")
+        }
+    }
+}
