@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "Lifeline", targets: ["Lifeline"]),
         .library(name: "LifelineLua", targets: ["LifelineLua"]),
+        // The C shims, for benchmarks that measure bare Lua beside the host.
+        .library(name: "CLuaShims", targets: ["CLuaShims"]),
         .executable(name: "lifeline", targets: ["lifeline"]),
     ],
     dependencies: [
@@ -29,7 +31,8 @@ let package = Package(
         // The Lua bridge: states, sandbox, the `lifeline` module.
         .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua"]),
         // Swift plugins compiled into the host.
-        .target(name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift"),
+        .target(
+            name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift", exclude: ["scenarios"]),
         // The CLI: parses, then calls the libraries.
         .executableTarget(
             name: "lifeline",

@@ -71,6 +71,8 @@ public final class Host {
     public private(set) var loadError: LifelineError?
     /// An error of the host itself.
     public private(set) var internalError: LifelineError?
+    /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
+    public private(set) var lastOverrunLateness: Double?
 
     private struct LoadedPlugin {
         var instance: any PluginInstance
@@ -329,7 +331,8 @@ public final class Host {
     /// recorded, an overrun or a stop terminates the app.
     private func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
         let outcome = callUnchecked(index, in: window, body)
-        let overran = Monotonic.nanoseconds() > window.deadline
+        let returnedAt = Monotonic.nanoseconds()
+        let overran = returnedAt > window.deadline
         let plugin = plugins[index].context.pluginName
         if var pending = pendingTermination {
             pendingTermination = nil
@@ -348,6 +351,12 @@ public final class Host {
             watchdogFired(plugin: plugin, window: window, traceback: nil)
         case .preempted(let traceback):
             watchdogFired(plugin: plugin, window: window, traceback: traceback)
+        }
+        if overran {
+            // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
+            let late = Double(returnedAt - window.deadline) / 1e6
+            lastOverrunLateness = late
+            logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
         }
     }
 

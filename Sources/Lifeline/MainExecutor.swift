@@ -27,6 +27,8 @@ public final class MainExecutor {
     private var heap: [Job] = []
     private var held: [Job] = []
     private var cancelled: Set<UInt64> = []
+    /// Jobs queued or held, so cancelling one that already ran leaves nothing behind.
+    private var pending: Set<UInt64> = []
     private var nextSeq: UInt64 = 0
 
     /// Whether app jobs may run now; the host says no while the app is suspended (SPEC 3).
@@ -45,12 +47,15 @@ public final class MainExecutor {
     public func schedule(at time: HostTime, owner: Owner = .host, _ body: @escaping () -> Void) -> JobID {
         let job = Job(time: time, seq: nextSeq, owner: owner, body: body)
         nextSeq += 1
+        pending.insert(job.seq)
         push(job)
         return JobID(seq: job.seq)
     }
 
     /// Cancels a job that has not run yet; harmless otherwise.
-    public func cancel(_ id: JobID) { cancelled.insert(id.seq) }
+    public func cancel(_ id: JobID) {
+        if pending.remove(id.seq) != nil { cancelled.insert(id.seq) }
+    }
 
     /// Puts held app jobs back in the queue, to run now in their original order.
     public func releaseHeld() {
@@ -89,6 +94,7 @@ public final class MainExecutor {
                 continue
             }
             let job = popMin()
+            pending.remove(job.seq)
             job.body()
             afterJob()
         }
@@ -108,7 +114,7 @@ public final class MainExecutor {
                     held.append(popMin())
                     continue
                 case .drop:
-                    _ = popMin()
+                    pending.remove(popMin().seq)
                     continue
                 }
             }

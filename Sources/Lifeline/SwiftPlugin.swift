@@ -13,7 +13,7 @@
 ///     }
 /// }
 /// ```
-public protocol SwiftPlugin: AnyObject {
+public protocol SwiftPlugin: AnyObject, SendableMetatype {
     /// The plugin's name, unique among all plugins.
     static var name: String { get }
     /// A fresh instance, made at every launch of the app.

@@ -1,0 +1,133 @@
+// The figures issue 2 asks for, measured in one run, each beside its baseline:
+//   1. one event dispatched to one Lua handler, next to a bare lua_pcall of the same function;
+//   2. how late past its deadline a `while true do end` handler is stopped;
+//   3. the wall time of simulate for a 3-hour scenario with 100 background/foreground cycles.
+// Run it with scripts/bench (release build).
+import CLuaShims
+import Foundation
+import Lifeline
+import LifelineLua
+import Logging
+
+LoggingSystem.bootstrap { label in
+    var h = StreamLogHandler.standardError(label: label)
+    h.logLevel = .critical
+    return h
+}
+
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().path
+
+func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
+func percentile(_ xs: [Double], _ p: Double) -> Double {
+    let s = xs.sorted()
+    return s[min(s.count - 1, Int((Double(s.count) * p).rounded(.up)) - 1)]
+}
+
+func tempPlugins(_ plugins: [String: String]) -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lifeline-figures-\(UUID().uuidString)").path
+    for (name, lua) in plugins {
+        try! FileManager.default.createDirectory(atPath: dir + "/" + name, withIntermediateDirectories: true)
+        try! lua.write(toFile: dir + "/" + name + "/init.lua", atomically: true, encoding: .utf8)
+    }
+    return dir
+}
+
+// MARK: 1. dispatch
+
+let handler = "function(e) local n = e.name end"
+
+func bareLuaPcall(iterations: Int) -> Double {
+    let L = luaL_newstate()!
+    defer { lua_close(L) }
+    luaL_loadstring(L, "return " + handler)
+    lua_callk(L, 0, 1, 0, nil)  // stack: f
+    let start = Monotonic.nanoseconds()
+    for _ in 0..<iterations {
+        lua_pushvalue(L, -1)  // stack: f, f
+        lua_createtable(L, 0, 3)  // stack: f, f, event
+        lua_pushstring(L, "didReceiveMemoryWarning")
+        lua_setfield(L, -2, "name")
+        lua_pushnumber(L, 1)
+        lua_setfield(L, -2, "time")
+        lua_pushstring(L, "active")
+        lua_setfield(L, -2, "state")
+        lua_pcallk(L, 1, 0, 0, 0, nil)  // stack: f
+    }
+    return Double(Monotonic.nanoseconds() - start) / Double(iterations)
+}
+
+func hostDispatch(iterations: Int) -> Double {
+    let dir = tempPlugins(["one": "lifeline.on('didReceiveMemoryWarning', \(handler))"])
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let executor = MainExecutor(clock: VirtualClock())
+    let host = Host(
+        configuration: HostConfiguration(), plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
+    defer { host.shutdown() }
+    try! host.perform(.launch)
+    let start = Monotonic.nanoseconds()
+    for _ in 0..<iterations { try! host.perform(.memoryWarning) }
+    return Double(Monotonic.nanoseconds() - start) / Double(iterations)
+}
+
+// MARK: 2. watchdog latency
+
+func watchdogLateness(runs: Int) -> [Double] {
+    let dir = tempPlugins(["spin": "lifeline.on('didEnterBackground', function() while true do end end)"])
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var profile = Profile.ios13
+    profile.backgroundLimit = 0.02
+    var late: [Double] = []
+    for _ in 0..<runs {
+        let executor = MainExecutor(clock: VirtualClock())
+        let host = Host(
+            configuration: HostConfiguration(profile: profile), plugins: try! LuaPluginLoader.descriptors(in: dir),
+            executor: executor)
+        try! host.perform(.launch)
+        try! host.perform(.background)
+        late.append(host.lastOverrunLateness ?? .nan)
+        host.shutdown()
+    }
+    return late
+}
+
+// MARK: 3. long simulation
+
+func longSimulation() -> (seconds: Double, events: Int) {
+    var lines = ["0s launch"]
+    for cycle in 0..<100 {
+        let base = Double(cycle) * 108  // 100 cycles in 3 hours
+        lines.append("\(Int(base + 1))s background")
+        lines.append("\(Int(base + 60))s foreground")
+    }
+    lines.append("3h terminate")
+    let scenario = try! Scenario.parse(lines.joined(separator: "\n"), fileName: "long.scenario")
+    let plugins = try! LuaPluginLoader.descriptors(in: root + "/plugins")
+    let start = Monotonic.nanoseconds()
+    let recorder = try! Simulation.run(scenario: scenario, plugins: plugins, configuration: HostConfiguration())
+    return (Double(Monotonic.nanoseconds() - start) / 1e9, recorder.timeline.count)
+}
+
+// MARK: run
+
+var hostNs: [Double] = [], bareNs: [Double] = []
+for _ in 0..<7 {
+    bareNs.append(bareLuaPcall(iterations: 200_000))
+    hostNs.append(hostDispatch(iterations: 200_000))
+}
+let h = median(hostNs), b = median(bareNs)
+print(String(format: "dispatch.lua      host %.0f ns/event   bare lua_pcall %.0f ns   ratio %.2f", h, b, h / b))
+
+let late = watchdogLateness(runs: 100)
+print(String(format: "watchdog.latency  p50 %.3f ms   p99 %.3f ms   max %.3f ms  (100 runs, 20 ms limit)",
+             median(late), percentile(late, 0.99), late.max()!))
+
+var sims: [Double] = []
+var eventCount = 0
+for _ in 0..<5 {
+    let r = longSimulation()
+    sims.append(r.seconds)
+    eventCount = r.events
+}
+print(String(format: "simulate.3h       %.1f ms wall for a 3-hour scenario, 100 cycles, %d timeline events (median of 5)",
+             median(sims) * 1000, eventCount))
