@@ -38,54 +38,33 @@ public final class VirtualClock: HostClock, @unchecked Sendable {
 /// (signal handlers, the watchdog).
 public final class MonotonicClock: HostClock, @unchecked Sendable {
     private let origin: UInt64
-    // Guarded by `mutex`.
+    private let condition = MonotonicCondition()
+    // Guarded by `condition`.
     private var inbox: [@Sendable () -> Void] = []
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    public init() {
-        origin = Monotonic.nanoseconds()
-        pthread_mutex_init(mutex, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(cond, &attr)
-        pthread_condattr_destroy(&attr)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
+    public init() { origin = Monotonic.nanoseconds() }
 
     public var now: HostTime { HostTime(nanoseconds: Int64(Monotonic.nanoseconds() - origin)) }
 
     /// Hands work to the main executor from any thread.
     public func post(_ work: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(mutex)
-        inbox.append(work)
-        pthread_cond_signal(cond)
-        pthread_mutex_unlock(mutex)
+        condition.withLock {
+            inbox.append(work)
+            condition.signal()
+        }
     }
 
     public func wait(until deadline: HostTime?) -> [@Sendable () -> Void]? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while inbox.isEmpty {
-            if let deadline {
-                let absolute = origin + UInt64(max(0, deadline.nanoseconds))
-                if Monotonic.nanoseconds() >= absolute { break }
-                var ts = Monotonic.timespec(absolute)
-                pthread_cond_timedwait(cond, mutex, &ts)
-            } else {
-                pthread_cond_wait(cond, mutex)
+        condition.withLock {
+            let absolute = deadline.map { origin + UInt64(max(0, $0.nanoseconds)) }
+            while inbox.isEmpty {
+                if let absolute, Monotonic.nanoseconds() >= absolute { break }
+                condition.wait(until: absolute)
             }
+            let work = inbox
+            inbox.removeAll()
+            return work
         }
-        let work = inbox
-        inbox.removeAll()
-        return work
     }
 }
 

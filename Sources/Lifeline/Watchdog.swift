@@ -38,9 +38,8 @@ public struct WatchdogTarget: Sendable {
 ///
 /// Threading: `arm`/`disarm` from the main executor; `fire` runs on the watchdog's own thread.
 public final class Watchdog: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    // Guarded by `mutex`.
+    private let condition = MonotonicCondition()
+    // Guarded by `condition`.
     private var deadline: UInt64?
     private var target: WatchdogTarget?
     private var stopping = false
@@ -52,69 +51,47 @@ public final class Watchdog: @unchecked Sendable {
     ///   thread while the main executor is still inside that code.
     public init(onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }) {
         self.onUnpreemptible = onUnpreemptible
-        pthread_mutex_init(mutex, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(cond, &attr)
-        pthread_condattr_destroy(&attr)
         let t = Thread { [unowned self] in self.loop() }
         t.name = "lifeline-watchdog"
         thread = t
         t.start()
     }
 
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(mutex)
-        cond.deallocate()
-        mutex.deallocate()
-    }
-
     /// Stops the thread. Call once, before dropping the watchdog.
     public func shutdown() {
-        pthread_mutex_lock(mutex)
-        stopping = true
-        pthread_cond_signal(cond)
-        pthread_mutex_unlock(mutex)
-        while true {
-            pthread_mutex_lock(mutex)
-            let done = thread == nil
-            pthread_mutex_unlock(mutex)
-            if done { return }
-            usleep(100)
+        condition.withLock {
+            stopping = true
+            condition.signal()
         }
+        while !condition.withLock({ thread == nil }) { usleep(100) }
     }
 
     /// Guards `target` until `deadline` (CLOCK_MONOTONIC nanoseconds).
     public func arm(deadline: UInt64, target: WatchdogTarget) {
-        pthread_mutex_lock(mutex)
-        let wake = self.deadline.map { deadline < $0 } ?? true
-        self.deadline = deadline
-        self.target = target
-        if wake { pthread_cond_signal(cond) }
-        pthread_mutex_unlock(mutex)
+        condition.withLock {
+            let wake = self.deadline.map { deadline < $0 } ?? true
+            self.deadline = deadline
+            self.target = target
+            if wake { condition.signal() }
+        }
     }
 
     /// Stops guarding. After it returns, the watchdog will not act on the old target.
     public func disarm() {
         // The deadline stays: re-arming with the same one (the next handler of the same event)
         // then needs no wake-up, and the thread, waking at it, finds no target and does nothing.
-        pthread_mutex_lock(mutex)
-        target = nil
-        pthread_mutex_unlock(mutex)
+        condition.withLock { target = nil }
     }
 
     private func loop() {
-        pthread_mutex_lock(mutex)
+        condition.lock()
         while !stopping {
             guard let d = deadline else {
-                pthread_cond_wait(cond, mutex)
+                condition.wait(until: nil)
                 continue
             }
             if Monotonic.nanoseconds() < d {
-                var ts = Monotonic.timespec(d)
-                pthread_cond_timedwait(cond, mutex, &ts)
+                condition.wait(until: d)
                 continue
             }
             // The deadline passed with the target still running.
@@ -124,13 +101,13 @@ public final class Watchdog: @unchecked Sendable {
                 if let p = fired.preemptor {
                     p.preempt()
                 } else {
-                    pthread_mutex_unlock(mutex)
+                    condition.unlock()
                     onUnpreemptible(fired)
-                    pthread_mutex_lock(mutex)
+                    condition.lock()
                 }
             }
         }
         thread = nil
-        pthread_mutex_unlock(mutex)
+        condition.unlock()
     }
 }
