@@ -16,14 +16,14 @@ public struct HostConfiguration: Sendable {
     public var watchdogScale: Double
     public var loadFailurePolicy: LoadFailurePolicy
     public var logger: Logger
-    /// Called on the watchdog's thread when Swift code overruns and cannot be stopped (W3), with
-    /// the termination and the recorder. The CLI writes the report there and exits.
-    public var onUnpreemptibleOverrun: (@Sendable (Termination, Recorder) -> Void)?
+    /// Called on the watchdog's thread when Swift code overruns and cannot be stopped (W3), while
+    /// the main executor is still inside it. The CLI writes the report there and exits.
+    public var onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)?
 
     public init(
         profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,
         logger: Logger = Logger(label: "lifeline"),
-        onUnpreemptibleOverrun: (@Sendable (Termination, Recorder) -> Void)? = nil
+        onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)? = nil
     ) {
         self.profile = profile
         self.watchdogScale = watchdogScale
@@ -31,6 +31,14 @@ public struct HostConfiguration: Sendable {
         self.logger = logger
         self.onUnpreemptibleOverrun = onUnpreemptibleOverrun
     }
+}
+
+/// Swift code that overran a watchdog limit and is still running (W3).
+public enum UnpreemptibleOverrun: Sendable {
+    /// A handler overran: the app is terminated, and the recorder holds the report to write.
+    case terminated(Termination, Recorder)
+    /// A plugin overran the launch limit while loading: a load failure (exit 65).
+    case loadFailed(LifelineError)
 }
 
 /// The runtime that carries out the rules: it owns the lifecycle, the tasks, the plugins and the
@@ -112,11 +120,16 @@ public final class Host {
         self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
         let fatal = configuration.onUnpreemptibleOverrun
         self.watchdog = Watchdog { target in
+            if target.handler == Host.loadHandler {
+                // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
+                fatal?(.loadFailed(.badInput(Host.loadOverrunMessage(target.plugin, limit: target.limit))))
+                return
+            }
             let termination = Host.watchdogTermination(target, traceback: nil)
             recorder.record(Host.watchdogEvent(target))
             recorder.record(Host.terminatedEvent(termination))
             recorder.noteTermination(termination)
-            fatal?(termination, recorder)
+            fatal?(.terminated(termination, recorder))
         }
         executor.appJobsAllowed = { [unowned self] generation in
             guard generation == self.generation, self.appRunning else { return .drop }
@@ -183,7 +196,7 @@ public final class Host {
         generation += 1
         appRunning = true
         visibleState = inBackground ? .background : .inactive
-        let window = openWindow(limit: profile.launchLimit, handler: "load")
+        let window = openWindow(limit: profile.launchLimit, handler: Host.loadHandler)
         for descriptor in descriptors {
             guard appRunning, !isStopped else { return }
             if let message = load(descriptor, in: window) {
@@ -206,11 +219,24 @@ public final class Host {
         plugins.append(LoadedPlugin(instance: instance, context: context))
         let index = plugins.count - 1
         let outcome = callUnchecked(index, in: window) { instance.start(context) }
-        let overran = Monotonic.nanoseconds() > window.deadline
-        guard let message = Host.loadFailureMessage(outcome, overran: overran, window: window, plugin: descriptor.name)
-        else { return nil }
-        unload(index)
-        return message
+        switch settle(outcome, returnedAt: Monotonic.nanoseconds(), window: window) {
+        case .ok, .terminated:
+            return nil
+        case .raised(let message, let traceback):
+            unload(index)
+            return message + "\n" + traceback
+        case .overran:
+            unload(index)
+            return Host.loadOverrunMessage(descriptor.name, limit: window.limit)
+        }
+    }
+
+    /// The watchdog's name for loading a plugin.
+    static let loadHandler = "load"
+
+    static func loadOverrunMessage(_ plugin: String, limit: Double) -> String {
+        "plugin '\(plugin)' did not finish loading within the launch limit (\(ReportNumber.seconds(limit)) s): "
+            + "stopped by the watchdog"
     }
 
     /// `lifeline check`: loads every plugin, each under the launch limit, runs nothing else, and
@@ -220,23 +246,11 @@ public final class Host {
         for descriptor in descriptors {
             generation += 1
             appRunning = true
-            let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: "load"))
+            let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: Host.loadHandler))
             endApp()
             results.append((descriptor, failure))
         }
         return results
-    }
-
-    private static func loadFailureMessage(
-        _ outcome: CallOutcome, overran: Bool, window: Window, plugin: String
-    ) -> String? {
-        switch outcome {
-        case .returned where !overran: return nil
-        case .raised(let message, let traceback) where !overran: return message + "\n" + traceback
-        default:
-            return "plugin '\(plugin)' did not finish loading within the launch limit "
-                + "(\(ReportNumber.seconds(window.limit)) s): stopped by the watchdog"
-        }
     }
 
     private func loadFailed(_ descriptor: PluginDescriptor, _ message: String) {
@@ -330,33 +344,55 @@ public final class Host {
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
     /// recorded, an overrun or a stop terminates the app.
     private func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
+        let plugin = plugins[index].context.pluginName
         let outcome = callUnchecked(index, in: window, body)
         let returnedAt = Monotonic.nanoseconds()
-        let overran = returnedAt > window.deadline
-        let plugin = plugins[index].context.pluginName
-        if var pending = pendingTermination {
-            pendingTermination = nil
-            if case .preempted(let tb) = outcome { pending.traceback = tb }
-            terminate(pending)
+        switch settle(outcome, returnedAt: returnedAt, window: window) {
+        case .ok, .terminated:
             return
-        }
-        switch outcome {
-        case .returned where !overran:
-            return
-        case .raised(let message, let traceback) where !overran:
+        case .raised(let message, let traceback):
             recorder.notePluginError()
-            record("pluginError", ("plugin", .string(plugin)), ("message", .string(message)), ("traceback", .string(traceback)))
+            record(
+                "pluginError", ("plugin", .string(plugin)), ("message", .string(message)),
+                ("traceback", .string(traceback)))
             logger.error("plugin '\(plugin)' raised an error in \(window.handler): \(message)")
-        case .returned, .raised:
-            watchdogFired(plugin: plugin, window: window, traceback: nil)
-        case .preempted(let traceback):
-            watchdogFired(plugin: plugin, window: window, traceback: traceback)
-        }
-        if overran {
+        case .overran(let traceback):
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
             let late = Double(returnedAt - window.deadline) / 1e6
             lastOverrunLateness = late
             logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
+            watchdogFired(plugin: plugin, window: window, traceback: traceback)
+        }
+    }
+
+    /// What a call into plugin code came to, once the host's own decisions are applied.
+    private enum Settled {
+        case ok
+        case raised(message: String, traceback: String)
+        /// Past the window's deadline, or stopped inside the VM (with where).
+        case overran(traceback: String?)
+        /// The app was terminated meanwhile: by a rule the call broke (T8), or by the watchdog's
+        /// thread while Swift code overran (W3).
+        case terminated
+    }
+
+    private func settle(_ outcome: CallOutcome, returnedAt: UInt64, window: Window) -> Settled {
+        if recorder.termination != nil {
+            if appRunning { endApp() }
+            return .terminated
+        }
+        if var pending = pendingTermination {
+            pendingTermination = nil
+            if case .preempted(let traceback) = outcome { pending.traceback = traceback }
+            terminate(pending)
+            return .terminated
+        }
+        let overran = returnedAt > window.deadline
+        switch outcome {
+        case .returned where !overran: return .ok
+        case .raised(let message, let traceback) where !overran: return .raised(message: message, traceback: traceback)
+        case .returned, .raised: return .overran(traceback: nil)
+        case .preempted(let traceback): return .overran(traceback: traceback)
         }
     }
 

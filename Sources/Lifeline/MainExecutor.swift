@@ -17,10 +17,17 @@ public final class MainExecutor {
 
     private struct Job {
         var time: HostTime
+        /// When the job first fell due; differs from `time` once a held job is released, so
+        /// released jobs keep the order they fell due in.
+        var due: HostTime
         var seq: UInt64
         var owner: Owner
         var body: () -> Void
-        func runsBefore(_ other: Job) -> Bool { time != other.time ? time < other.time : seq < other.seq }
+        func runsBefore(_ other: Job) -> Bool {
+            if time != other.time { return time < other.time }
+            if due != other.due { return due < other.due }
+            return seq < other.seq
+        }
     }
 
     public let clock: any HostClock
@@ -45,7 +52,7 @@ public final class MainExecutor {
     /// Schedules `body` at `time` (the next turn, if that is now or past).
     @discardableResult
     public func schedule(at time: HostTime, owner: Owner = .host, _ body: @escaping () -> Void) -> JobID {
-        let job = Job(time: time, seq: nextSeq, owner: owner, body: body)
+        let job = Job(time: time, due: time, seq: nextSeq, owner: owner, body: body)
         nextSeq += 1
         pending.insert(job.seq)
         push(job)
@@ -57,7 +64,7 @@ public final class MainExecutor {
         if pending.remove(id.seq) != nil { cancelled.insert(id.seq) }
     }
 
-    /// Puts held app jobs back in the queue, to run now in their original order.
+    /// Puts held app jobs back in the queue, to run now in the order they fell due.
     public func releaseHeld() {
         let jobs = held
         held.removeAll()

@@ -26,7 +26,9 @@ public struct Scenario: Equatable, Sendable {
         var lifecycle = Lifecycle()
         var lastTime = HostTime.zero
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift, so CRLF files need it named as a separator.
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        for rawLine in lines {
             lineNumber += 1
             var line = Substring(rawLine)
             if let hash = line.firstIndex(of: "#") { line = line[..<hash] }

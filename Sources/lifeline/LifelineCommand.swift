@@ -25,9 +25,14 @@ func runReportingErrors(_ body: () throws(LifelineError) -> Int32) throws -> Nev
         let code = try body()
         exit(code)
     } catch {
-        FileHandle.standardError.write(Data("lifeline: \(error.message)\n".utf8))
-        exit(error.exitCode)
+        exitWithError(error)
     }
+}
+
+/// Prints the error's message and exits with its code.
+func exitWithError(_ error: LifelineError) -> Never {
+    FileHandle.standardError.write(Data("lifeline: \(error.message)\n".utf8))
+    exit(error.exitCode)
 }
 
 /// Sends the host's log to stderr, once.

@@ -44,10 +44,16 @@ struct Run: ParsableCommand {
             let executor = MainExecutor(clock: clock)
             let configuration = HostConfiguration(
                 profile: try profileOptions.resolved(), loadFailurePolicy: .skip,
-                onUnpreemptibleOverrun: { termination, recorder in
+                onUnpreemptibleOverrun: { overrun in
                     // W3: Swift code cannot be stopped; report now and end the process.
-                    CrashReport.write(termination, recorder: recorder, stateDir: stateDirectory, reportPath: reportPath)
-                    Foundation.exit(1)
+                    switch overrun {
+                    case .terminated(let termination, let recorder):
+                        CrashReport.write(
+                            termination, recorder: recorder, stateDir: stateDirectory, reportPath: reportPath)
+                        Foundation.exit(1)
+                    case .loadFailed(let error):
+                        exitWithError(error)
+                    }
                 })
             let host = Host(configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
             let signals = SignalSteps(clock: clock) { step in

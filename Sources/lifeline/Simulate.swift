@@ -56,10 +56,17 @@ struct Simulate: ParsableCommand {
             let reportPath = report
             let configuration = HostConfiguration(
                 profile: try profileOptions.resolved(), watchdogScale: watchdogScale,
-                onUnpreemptibleOverrun: { _, recorder in
-                    // W3: Swift code cannot be stopped; write the verdict now and end the process.
-                    if let reportPath { try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
-                    Foundation.exit(1)
+                onUnpreemptibleOverrun: { overrun in
+                    // W3: Swift code cannot be stopped; give the verdict now and end the process.
+                    switch overrun {
+                    case .terminated(_, let recorder):
+                        if let reportPath {
+                            try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath)
+                        }
+                        Foundation.exit(1)
+                    case .loadFailed(let error):
+                        exitWithError(error)
+                    }
                 })
             let recorder = try Simulation.run(
                 scenario: parsed, plugins: descriptors, configuration: configuration, until: limit)
