@@ -12,12 +12,18 @@ struct LifelineControl {
     size_t used;   // bytes the state holds; touched only by the allocator (the plugin's thread)
     size_t limit;  // the cap; past it allocations fail and Lua raises a memory error
     int in_bridge;  // > 0 while Swift code runs inside a Lua call: the cap is lifted so no error longjmps through it
+    int stopping;   // set by the hook once the stop hit: every allocation fails from then on
+    int deep_oom;   // the cap was hit this many calls deep or more: runaway recursion, reported as a stack overflow
     atomic_int preempt;                 // written by the watchdog thread, read by the hook
     _Atomic(lua_State *) current;       // the thread (coroutine) running now
     char *traceback;                    // where the stop first hit; malloc'd, freed on clear
 };
 
 // ---------------------------------------------------------------- memory
+
+/// Calls this deep when memory runs out mean runaway recursion: Lua's own "stack overflow" would
+/// come at LUAI_MAXSTACK, but the cap is reached long before.
+#define LIFELINE_DEEP_CALLS 100000
 
 static void *lifeline_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     LifelineControl *c = (LifelineControl *)ud;
@@ -27,7 +33,16 @@ static void *lifeline_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         c->used -= old;
         return NULL;
     }
-    if (nsize > old && c->in_bridge == 0 && c->used - old + nsize > c->limit) return NULL;  // Lua raises "not enough memory"
+    if (nsize > old && c->in_bridge == 0) {
+        if (c->stopping) return NULL;  // the watchdog's stop, raised as a memory error (see the hook)
+        if (c->used - old + nsize > c->limit) {
+            lua_Debug ar;
+            lua_State *cur = atomic_load(&c->current);  // NULL while lua_newstate runs
+            // Only reads the call-info list; nothing here allocates.
+            if (cur != NULL && lua_getstack(cur, LIFELINE_DEEP_CALLS, &ar)) c->deep_oom = 1;
+            return NULL;  // Lua raises "not enough memory"
+        }
+    }
     void *p = realloc(ptr, nsize);
     if (p == NULL) return NULL;
     c->used = c->used - old + nsize;
@@ -65,6 +80,12 @@ void lifeline_control_set_owner(LifelineControl *c, void *owner) { c->owner = ow
 size_t lifeline_memory_used(LifelineControl *c) { return c->used; }
 size_t lifeline_memory_limit(LifelineControl *c) { return c->limit; }
 
+int lifeline_take_deep_oom(LifelineControl *c) {
+    int deep = c->deep_oom;
+    c->deep_oom = 0;
+    return deep;
+}
+
 // ---------------------------------------------------------------- preemption
 
 static void lifeline_preempt_hook(lua_State *L, lua_Debug *ar) {
@@ -77,8 +98,12 @@ static void lifeline_preempt_hook(lua_State *L, lua_Debug *ar) {
         c->traceback = strdup(tb ? tb : "");
         lua_pop(L, 1);  // stack: ...
     }
-    lua_pushliteral(L, "lifeline: stopped by the watchdog");
-    lua_error(L);  // raised again at the next instruction, whoever catches it
+    // Raise the stop as a memory error, not with lua_error: Lua calls no message handler for
+    // memory errors, and a handler called from inside this hook would run with hooks off, where
+    // a loop in it could never be stopped. With `stopping` set every allocation fails, so the
+    // error comes again at the next instruction, whoever catches it.
+    c->stopping = 1;
+    lua_newuserdatauv(L, 1, 0);  // fails: raises LUA_ERRMEM
 }
 
 static void lifeline_arm_hook(lua_State *L) {
@@ -97,6 +122,7 @@ const char *lifeline_preempt_traceback(LifelineControl *c) { return c->traceback
 
 void lifeline_preempt_clear(LifelineControl *c) {
     atomic_store(&c->preempt, 0);
+    c->stopping = 0;
     lua_sethook(c->main, NULL, 0, 0);
     lua_State *cur = atomic_load(&c->current);
     if (cur != c->main) lua_sethook(cur, NULL, 0, 0);
@@ -117,6 +143,12 @@ static int lifeline_trampoline(lua_State *L) {
     int n = fn(L);
     c->in_bridge--;
     if (n == LIFELINE_RAISE) return lua_error(L);  // the message is on top
+    if (c->used > c->limit) {
+        // What Swift allocated put the plugin over its cap: an allocation now raises the memory
+        // error (or, if a collection frees enough, succeeds and the plugin goes on).
+        lua_newuserdatauv(L, 0, 0);
+        lua_pop(L, 1);
+    }
     return n;
 }
 
@@ -175,6 +207,8 @@ static int lifeline_auxresume(lua_State *L, lua_State *co, int narg) {
     lua_xmove(L, co, narg);
     LifelineControl *c = lifeline_control_of(L);
     lua_State *prev = atomic_exchange(&c->current, co);
+    // The watchdog may have read `current` just before the exchange and armed only `prev`.
+    if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
     status = lua_resume(co, L, narg, &nres);
     atomic_store(&c->current, prev);
     if (atomic_load(&c->preempt)) lifeline_arm_hook(L);  // the stop follows us back out
@@ -246,6 +280,23 @@ static int lifeline_cowrap(lua_State *L) {
 
 #define LIFELINE_LOADED "lifeline.loaded"
 #define LIFELINE_PLUGIN_DIR "lifeline.plugindir"
+
+// setmetatable that refuses __gc: Lua runs finalizers with hooks off, so a runaway finalizer
+// could never be stopped by the watchdog, and lua_close would run plugin code after the app ended.
+static int lifeline_setmetatable(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL) {
+            return luaL_error(L, "__gc metamethods are not available to plugins (the watchdog cannot stop a finalizer)");
+        }
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));  // stack: t, mt, setmetatable
+    lua_insert(L, 1);                       // stack: setmetatable, t, mt
+    lua_settop(L, 3);
+    lua_call(L, 2, 1);
+    return 1;
+}
 
 // load() for text chunks only: the mode argument is forced to "t".
 static int lifeline_load_text(lua_State *L) {
@@ -341,6 +392,9 @@ static int lifeline_open_sandbox_protected(lua_State *L) {
     lua_getfield(L, -1, "load");                  // stack: ..., _G, load
     lua_pushcclosure(L, lifeline_load_text, 1);   // stack: ..., _G, textload
     lua_setfield(L, -2, "load");                  // stack: ..., _G
+    lua_getfield(L, -1, "setmetatable");              // stack: ..., _G, setmetatable
+    lua_pushcclosure(L, lifeline_setmetatable, 1);    // stack: ..., _G, guarded
+    lua_setfield(L, -2, "setmetatable");              // stack: ..., _G
 
     // os, reduced to what cannot touch the machine.
     luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);  // stack: ..., _G, fullos
@@ -415,6 +469,7 @@ static int lifeline_call_thunk(lua_State *L) {
 }
 
 int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
+    lifeline_control_of(L)->deep_oom = 0;
     lua_pushcfunction(L, lifeline_call_thunk);  // stack: thunk (a light C function: no allocation)
     lua_pushinteger(L, ref);                    // stack: thunk, ref
     lua_pushlightuserdata(L, (void *)event);    // stack: thunk, ref, event
@@ -424,15 +479,34 @@ int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
 static int lifeline_run_file_thunk(lua_State *L) {
     const char *path = (const char *)lua_touserdata(L, 1);
     lua_settop(L, 0);
-    if (luaL_loadfilex(L, path, "t") != LUA_OK) return lua_error(L);  // stack: chunk
+    if (luaL_loadfilex(L, path, "t") != LUA_OK) {  // stack: message
+        // A compile error is returned, not raised: it needs no traceback. Lua's message for a
+        // binary chunk names no file, so add one.
+        const char *msg = lua_tostring(L, -1);
+        if (msg != NULL && strstr(msg, path) == NULL) {
+            lua_pushfstring(L, "%s:1: %s", path, msg);  // stack: message, full
+        }
+        lua_pushboolean(L, 0);  // stack: message, false
+        lua_insert(L, -2);      // stack: false, message
+        return 2;
+    }
     lua_call(L, 0, 0);
-    return 0;
+    lua_pushboolean(L, 1);
+    return 1;
 }
 
 int lifeline_run_file(lua_State *L, const char *path) {
+    lifeline_control_of(L)->deep_oom = 0;
     lua_pushcfunction(L, lifeline_run_file_thunk);
     lua_pushlightuserdata(L, (void *)path);
-    return lifeline_pcall(L, 1, 0);
+    int status = lifeline_pcall(L, 1, 2);  // stack: true, nil | false, message | error
+    if (status != LUA_OK) return status;
+    if (lua_toboolean(L, -2)) {
+        lua_pop(L, 2);
+        return LUA_OK;
+    }
+    lua_remove(L, -2);  // stack: message
+    return LUA_ERRSYNTAX;
 }
 
 void lifeline_unref(lua_State *L, int ref) {

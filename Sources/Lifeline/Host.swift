@@ -196,10 +196,10 @@ public final class Host {
         generation += 1
         appRunning = true
         visibleState = inBackground ? .background : .inactive
-        let window = openWindow(limit: profile.launchLimit, handler: Host.loadHandler)
         for descriptor in descriptors {
             guard appRunning, !isStopped else { return }
-            if let message = load(descriptor, in: window) {
+            // Each plugin gets the launch limit to load, so one slow plugin fails alone.
+            if let message = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: Host.loadHandler)) {
                 loadFailed(descriptor, message)
             } else {
                 recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "loaded")
@@ -224,7 +224,7 @@ public final class Host {
             return nil
         case .raised(let message, let traceback):
             unload(index)
-            return message + "\n" + traceback
+            return traceback.isEmpty ? message : message + "\n" + traceback
         case .overran:
             unload(index)
             return Host.loadOverrunMessage(descriptor.name, limit: window.limit)
@@ -259,6 +259,7 @@ public final class Host {
             loadError = loadError ?? .badInput(message)
         case .skip:
             logger.error("plugin '\(descriptor.name)' skipped: \(message)")
+            recorder.notePluginError()  // the run goes on, but its exit code says a plugin failed
             recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")
         }
     }

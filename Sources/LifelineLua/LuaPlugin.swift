@@ -93,6 +93,12 @@ public final class LuaPlugin: PluginInstance {
         }
         if status == LUA_ERRMEM {
             let cap = control.map { Int(lifeline_memory_limit($0)) } ?? 0
+            if let control, lifeline_take_deep_oom(control) != 0 {
+                return .raised(
+                    message: "stack overflow: plugin '\(name)' recursed so deep that it reached its memory cap of "
+                        + LuaPlugin.formatBytes(cap),
+                    traceback: "")
+            }
             return .raised(
                 message: "not enough memory: plugin '\(name)' reached its memory cap of \(LuaPlugin.formatBytes(cap))",
                 traceback: "")

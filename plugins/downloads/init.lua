@@ -4,7 +4,7 @@
 -- runs out first. What is left waits for the next background period.
 
 local queue = {}
-local secondsPerItem = (lifeline.config and lifeline.config.secondsPerItem) or 4
+local secondsPerItem = 4
 local taskId = 0
 local running = false
 

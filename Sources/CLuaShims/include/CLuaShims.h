@@ -32,6 +32,8 @@ void *lifeline_owner(lua_State *L);
 void lifeline_control_set_owner(LifelineControl *c, void *owner);
 size_t lifeline_memory_used(LifelineControl *c);
 size_t lifeline_memory_limit(LifelineControl *c);
+/// Whether the last memory error hit the cap deep in recursion (a stack overflow); clears it.
+int lifeline_take_deep_oom(LifelineControl *c);
 
 /// Asks the running Lua code to stop. Safe from any thread: it sets a flag and installs a count
 /// hook on the running thread; the hook raises an error at every instruction until cleared, so
@@ -78,7 +80,8 @@ typedef struct LifelineEvent {
 /// argument when NULL), inside lua_pcall with a traceback handler. Returns the status; on error
 /// the message (with traceback) is on the stack.
 int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event);
-/// Loads a text chunk from `path` and runs it, protected. Same return convention.
+/// Loads a text chunk from `path` and runs it, protected. Returns LUA_OK, LUA_ERRSYNTAX with the
+/// compile error (no traceback), or the run's error status with message and traceback.
 int lifeline_run_file(lua_State *L, const char *path);
 /// Stores the value at `idx` in the registry and returns its reference.
 int lifeline_ref_function(lua_State *L, int idx);
