@@ -5,7 +5,7 @@ import Logging
 ///
 /// Threading: main executor only. Calls made after the app ended do nothing.
 public final class PluginContext {
-    unowned let host: Host
+    unowned let host: LifelineHost
     /// The plugin's name.
     public let pluginName: String
     /// The plugin's index in this launch's load order.
@@ -14,7 +14,7 @@ public final class PluginContext {
     /// The plugin's log; `print` and `lifeline.log` go here.
     public let logger: Logger
 
-    init(host: Host, pluginName: String, index: Int, generation: Int) {
+    init(host: LifelineHost, pluginName: String, index: Int, generation: Int) {
         self.host = host
         self.pluginName = pluginName
         self.index = index

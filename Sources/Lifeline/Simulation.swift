@@ -13,7 +13,7 @@ public enum Simulation {
         var configuration = configuration
         configuration.loadFailurePolicy = .abort
         let executor = MainExecutor(clock: VirtualClock())
-        let host = Host(configuration: configuration, plugins: plugins, executor: executor)
+        let host = LifelineHost(configuration: configuration, plugins: plugins, executor: executor)
         defer { host.shutdown() }
         var transitionError: Lifecycle.TransitionError?
         for entry in scenario.entries {

@@ -22,7 +22,7 @@ struct Check: ParsableCommand {
         bootstrapLogging(level: profileOptions.level)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let descriptors = try loadDescriptors(plugins)
-            let host = Host(
+            let host = LifelineHost(
                 configuration: HostConfiguration(profile: try profileOptions.resolved(), loadFailurePolicy: .skip),
                 plugins: descriptors, executor: MainExecutor(clock: VirtualClock()))
             defer { host.shutdown() }

@@ -55,7 +55,7 @@ struct Run: ParsableCommand {
                         exitWithError(error)
                     }
                 })
-            let host = Host(configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
+            let host = LifelineHost(configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
             let signals = SignalSteps(clock: clock) { step in
                 do {
                     try host.perform(step)

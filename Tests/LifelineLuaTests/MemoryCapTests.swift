@@ -154,7 +154,7 @@ private func manifest(memory: String) -> String { "[limits]\nmemory = \"\(memory
 }
 
 @Test func memory_capTooSmallForTheLibraries_throwsInsteadOfCrashing() throws {
-    try withPluginFolder(["p/init.lua": ""]) { dir in
+    _ = try withPluginFolder(["p/init.lua": ""]) { dir in
         #expect(throws: LifelineError.self) {
             _ = try LuaPlugin(name: "p", directory: dir + "/p", memoryLimit: 2048)
         }

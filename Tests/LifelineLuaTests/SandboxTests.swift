@@ -133,7 +133,7 @@ func sandbox_load_rejectsBinaryChunks(_ arguments: String) throws {
 }
 
 @Test func sandbox_requiredBinaryModule_isRejected() throws {
-    var files = plugins(["p": "local ok, err = pcall(require, 'bin'); mark(tostring(ok)); mark(err)"])
+    let files = plugins(["p": "local ok, err = pcall(require, 'bin'); mark(tostring(ok)); mark(err)"])
     let recorder = try simulate(files, binary: ["p/bin.lua": binaryChunk(of: "return 1")])
     let result = marks(recorder)
     #expect(result.first == "false")

@@ -24,7 +24,7 @@ private let handlers = """
 /// Launches a host with plugin "p" running `source`, and calls `body` with the host and the
 /// plugin's main state.
 private func withLaunchedPlugin(
-    _ source: String, memoryLimit: Int = PluginManifest.defaultMemoryLimit, _ body: (Lifeline.Host, LuaPlugin, OpaquePointer) throws -> Void
+    _ source: String, memoryLimit: Int = PluginManifest.defaultMemoryLimit, _ body: (LifelineHost, LuaPlugin, OpaquePointer) throws -> Void
 ) throws {
     try withPluginFolder(["p/init.lua": source]) { dir in
         let box = PluginBox()

@@ -159,8 +159,8 @@ func capturingDescriptor(
 }
 
 /// A host on a virtual clock with the given plugins; the caller drives it step by step.
-func makeHost(_ descriptors: [PluginDescriptor], profile: Profile = .ios13) -> Lifeline.Host {
-    Lifeline.Host(
+func makeHost(_ descriptors: [PluginDescriptor], profile: Profile = .ios13) -> LifelineHost {
+    LifelineHost(
         configuration: HostConfiguration(profile: profile), plugins: descriptors,
         executor: MainExecutor(clock: VirtualClock()))
 }

@@ -178,12 +178,12 @@ func quietLogger() -> Logger {
 final class Harness {
     let clock = VirtualClock()
     let executor: MainExecutor
-    let host: Lifeline.Host
+    let host: LifelineHost
     var refused: [Lifecycle.TransitionError] = []
 
     init(_ plugins: [PluginDescriptor], profile: Profile = .ios13, watchdogScale: Double = 1) {
         executor = MainExecutor(clock: clock)
-        host = Host(
+        host = LifelineHost(
             configuration: HostConfiguration(profile: profile, watchdogScale: watchdogScale, logger: quietLogger()),
             plugins: plugins, executor: executor)
     }

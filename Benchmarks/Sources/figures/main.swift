@@ -61,7 +61,7 @@ func hostDispatch(iterations: Int) -> Double {
     let dir = tempPlugins(["one": "lifeline.on('didReceiveMemoryWarning', \(handler))"])
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let executor = MainExecutor(clock: VirtualClock())
-    let host = Host(
+    let host = LifelineHost(
         configuration: HostConfiguration(), plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
     defer { host.shutdown() }
     try! host.perform(.launch)
@@ -80,7 +80,7 @@ func watchdogLateness(runs: Int) -> [Double] {
     var late: [Double] = []
     for _ in 0..<runs {
         let executor = MainExecutor(clock: VirtualClock())
-        let host = Host(
+        let host = LifelineHost(
             configuration: HostConfiguration(profile: profile), plugins: try! LuaPluginLoader.descriptors(in: dir),
             executor: executor)
         try! host.perform(.launch)

@@ -46,7 +46,7 @@ public enum UnpreemptibleOverrun: Sendable {
 /// `Lifecycle` and `TaskRegistry`; the host does what they return.
 ///
 /// Threading: main executor only, except where a member says otherwise.
-public final class Host {
+public final class LifelineHost {
     public let executor: MainExecutor
     public let recorder: Recorder
     public let profile: Profile
@@ -120,14 +120,14 @@ public final class Host {
         self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
         let fatal = configuration.onUnpreemptibleOverrun
         self.watchdog = Watchdog { target in
-            if target.handler == Host.loadHandler {
+            if target.handler == LifelineHost.loadHandler {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
-                fatal?(.loadFailed(.badInput(Host.loadOverrunMessage(target.plugin, limit: target.limit))))
+                fatal?(.loadFailed(.badInput(LifelineHost.loadOverrunMessage(target.plugin, limit: target.limit))))
                 return
             }
-            let termination = Host.watchdogTermination(target, traceback: nil)
-            recorder.record(Host.watchdogEvent(target))
-            recorder.record(Host.terminatedEvent(termination))
+            let termination = LifelineHost.watchdogTermination(target, traceback: nil)
+            recorder.record(LifelineHost.watchdogEvent(target))
+            recorder.record(LifelineHost.terminatedEvent(termination))
             recorder.noteTermination(termination)
             fatal?(.terminated(termination, recorder))
         }
@@ -199,7 +199,7 @@ public final class Host {
         for descriptor in descriptors {
             guard appRunning, !isStopped else { return }
             // Each plugin gets the launch limit to load, so one slow plugin fails alone.
-            if let message = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: Host.loadHandler)) {
+            if let message = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: LifelineHost.loadHandler)) {
                 loadFailed(descriptor, message)
             } else {
                 recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "loaded")
@@ -227,7 +227,7 @@ public final class Host {
             return traceback.isEmpty ? message : message + "\n" + traceback
         case .overran:
             unload(index)
-            return Host.loadOverrunMessage(descriptor.name, limit: window.limit)
+            return LifelineHost.loadOverrunMessage(descriptor.name, limit: window.limit)
         }
     }
 
@@ -246,7 +246,7 @@ public final class Host {
         for descriptor in descriptors {
             generation += 1
             appRunning = true
-            let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: Host.loadHandler))
+            let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: LifelineHost.loadHandler))
             endApp()
             results.append((descriptor, failure))
         }
@@ -296,7 +296,7 @@ public final class Host {
 
     private func terminate(_ termination: Termination) {
         guard recorder.termination == nil else { return }
-        recorder.record(Host.terminatedEvent(termination))
+        recorder.record(LifelineHost.terminatedEvent(termination))
         recorder.noteTermination(termination)
         logger.error("app terminated (\(termination.kind.rawValue), \(termination.kind.code)): \(termination.reason)")
         if appRunning { endApp() }
@@ -413,8 +413,8 @@ public final class Host {
 
     private func watchdogFired(plugin: String, window: Window, traceback: String?) {
         let target = WatchdogTarget(plugin: plugin, handler: window.handler, limit: window.limit, preemptor: nil, time: now)
-        recorder.record(Host.watchdogEvent(target))
-        terminate(Host.watchdogTermination(target, traceback: traceback))
+        recorder.record(LifelineHost.watchdogEvent(target))
+        terminate(LifelineHost.watchdogTermination(target, traceback: traceback))
     }
 
     static func watchdogEvent(_ target: WatchdogTarget) -> TimelineEvent {
