@@ -170,12 +170,6 @@ void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const cha
     lua_remove(L, -2);                                                            // stack: ..., full
 }
 
-void lifeline_push_error(lua_State *L, const char *msg) {
-    luaL_where(L, 1);        // stack: ..., where
-    lua_pushstring(L, msg);  // stack: ..., where, msg
-    lua_concat(L, 2);        // stack: ..., full
-}
-
 static int lifeline_msgh(lua_State *L) {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
@@ -278,6 +272,20 @@ static int lifeline_cowrap(lua_State *L) {
 
 // ---------------------------------------------------------------- sandbox
 
+// Loads a text chunk from `path`: pushes the chunk and returns LUA_OK, or pushes a message that
+// names the file and returns the error status. (Lua's message for a binary chunk names no file.)
+static int lifeline_loadfile_text(lua_State *L, const char *path) {
+    int status = luaL_loadfilex(L, path, "t");  // stack: ..., chunk | message
+    if (status != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        if (msg != NULL && strstr(msg, path) == NULL) {
+            lua_pushfstring(L, "%s:1: %s", path, msg);  // stack: ..., message, full
+            lua_remove(L, -2);                          // stack: ..., full
+        }
+    }
+    return status;
+}
+
 #define LIFELINE_LOADED "lifeline.loaded"
 #define LIFELINE_PLUGIN_DIR "lifeline.plugindir"
 
@@ -309,13 +317,6 @@ static int lifeline_load_text(lua_State *L) {
     return lua_gettop(L);
 }
 
-int lifeline_loadfile(lua_State *L, const char *path, const char *chunkname) {
-    // luaL_loadfilex names the chunk "@path"; we want a name that is stable across machines.
-    int status = luaL_loadfilex(L, path, "t");
-    (void)chunkname;
-    return status;
-}
-
 static int lifeline_require(lua_State *L) {
     const char *name = luaL_checkstring(L, 1);
     lua_settop(L, 1);
@@ -342,7 +343,7 @@ static int lifeline_require(lua_State *L) {
         FILE *f = fopen(candidates[i], "r");
         if (f == NULL) continue;
         fclose(f);
-        if (luaL_loadfilex(L, candidates[i], "t") != LUA_OK) return lua_error(L);  // stack: ..., chunk
+        if (lifeline_loadfile_text(L, candidates[i]) != LUA_OK) return lua_error(L);  // stack: ..., chunk
         lua_pushvalue(L, 1);                                                     // stack: ..., chunk, name
         lua_call(L, 1, 1);                                                       // stack: ..., result
         if (lua_isnil(L, -1)) {
@@ -479,13 +480,8 @@ int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
 static int lifeline_run_file_thunk(lua_State *L) {
     const char *path = (const char *)lua_touserdata(L, 1);
     lua_settop(L, 0);
-    if (luaL_loadfilex(L, path, "t") != LUA_OK) {  // stack: message
-        // A compile error is returned, not raised: it needs no traceback. Lua's message for a
-        // binary chunk names no file, so add one.
-        const char *msg = lua_tostring(L, -1);
-        if (msg != NULL && strstr(msg, path) == NULL) {
-            lua_pushfstring(L, "%s:1: %s", path, msg);  // stack: message, full
-        }
+    if (lifeline_loadfile_text(L, path) != LUA_OK) {  // stack: message
+        // A compile error is returned, not raised: it needs no traceback.
         lua_pushboolean(L, 0);  // stack: message, false
         lua_insert(L, -2);      // stack: false, message
         return 2;
@@ -601,10 +597,8 @@ LifelineHandle *lifeline_to_handle(lua_State *L, int idx) {
 // ---------------------------------------------------------------- macros
 
 void lifeline_pop(lua_State *L, int n) { lua_pop(L, n); }
-void lifeline_newtable(lua_State *L) { lua_newtable(L); }
 const char *lifeline_tostring(lua_State *L, int idx) { return lua_tostring(L, idx); }
 int lifeline_isfunction(lua_State *L, int idx) { return lua_isfunction(L, idx); }
 int lifeline_isnoneornil(lua_State *L, int idx) { return lua_isnoneornil(L, idx); }
-int lifeline_upvalueindex(int i) { return lua_upvalueindex(i); }
 int lifeline_registryindex(void) { return LUA_REGISTRYINDEX; }
 lua_Number lifeline_huge(void) { return HUGE_VAL; }

@@ -66,9 +66,9 @@ struct HostWatchdogTests {
     @Test func watchdog_handlersOfOneEvent_shareOneDeadlineAcrossPlugins() throws {
         // Each handler alone takes 60% of the limit; together they overrun it.
         let plugins = [
-            spinner("a", on: .didEnterBackground, seconds: 0.09), spinner("b", on: .didEnterBackground, seconds: 0.09),
+            spinner("a", on: .didEnterBackground, seconds: 0.2), spinner("b", on: .didEnterBackground, seconds: 0.2),
         ]
-        let recorder = try simulate("0s launch\n1s background", plugins, profile: profile { $0.backgroundLimit = 0.15 })
+        let recorder = try simulate("0s launch\n1s background", plugins, profile: profile { $0.backgroundLimit = 0.35 })
         let termination = try #require(recorder.termination)
         #expect(termination.kind == .watchdog)
         #expect(termination.plugin == "b", "the plugin running when the shared deadline passed")
@@ -97,14 +97,14 @@ struct HostWatchdogTests {
                 for name in ["one", "two"] {
                     let id = Shared(0)
                     id.value = context.beginBackgroundTask(name) {
-                        spin(seconds: 0.09)
+                        spin(seconds: 0.2)
                         context.endBackgroundTask(id.value)
                     }
                 }
             }
         }
         let recorder = try simulate(
-            "0s launch\n1s background", [p], profile: profile { $0.expirationHandlerLimit = 0.15 })
+            "0s launch\n1s background", [p], profile: profile { $0.expirationHandlerLimit = 0.35 })
         #expect(recorder.termination == nil)
         #expect(lines(recorder, only: ["suspended"]) == ["26 suspended"])
     }
@@ -280,13 +280,13 @@ struct HostWatchdogTests {
             for name in LifecycleEventName.allCases { context.subscribe(name) { _ in .returned } }
             return .returned
         }
-        let h = Harness([p], profile: profile { $0.backgroundLimit = 0.05; $0.transitionLimit = 0.05 })
+        let h = Harness([p], profile: profile { $0.backgroundLimit = 0.2; $0.transitionLimit = 0.2 })
         h.at(0, .launch)
         h.at(1, .background)
         h.at(2, .foreground)
         h.run(until: 10)
         // Let the deadlines pass in real time: the watchdog wakes, finds nothing running, and does nothing.
-        Thread.sleep(forTimeInterval: 0.2)
+        Thread.sleep(forTimeInterval: 0.4)
         #expect(preemptor.count == 0)
         #expect(h.recorder.termination == nil)
     }

@@ -65,7 +65,7 @@ import Testing
         let r = try CLI.run([
             "simulate", "--plugins", ws.plugins, "--scenario",
             CLI.packageRoot + "/plugins/cleanup/scenarios/cleanup.scenario", "--report", "-",
-            "--background-limit", "0.5",
+            "--background-limit", "2",
         ])
         #expect(r.status == 0, "\(r.stderr)")
         let report = try parseReport(r.stdout)

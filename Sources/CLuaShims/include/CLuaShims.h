@@ -51,8 +51,6 @@ void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
 void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg);
 /// Pushes the message luaL_typeerror would raise, without raising it.
 void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected);
-/// Pushes "<where>msg", as luaL_error formats it, without raising it.
-void lifeline_push_error(lua_State *L, const char *msg);
 
 /// lua_pcall with a message handler that appends a traceback to string errors.
 /// Stack: [f, args...] -> [results...] or [message-with-traceback].
@@ -65,9 +63,6 @@ int lifeline_pcall(lua_State *L, int nargs, int nresults);
 int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
 /// Registers a module value under `name` for require (pops it).
 void lifeline_preload(lua_State *L, const char *name);
-/// Loads a text chunk from a file (binary chunks are rejected). Returns LUA_OK and pushes the chunk,
-/// or an error status and pushes a message.
-int lifeline_loadfile(lua_State *L, const char *path, const char *chunkname);
 
 /// A lifecycle event as the host hands it to a Lua handler.
 typedef struct LifelineEvent {
@@ -120,11 +115,9 @@ LifelineHandle *lifeline_to_handle(lua_State *L, int idx);
 
 // Lua's macros, as functions Swift can call.
 void lifeline_pop(lua_State *L, int n);
-void lifeline_newtable(lua_State *L);
 const char *lifeline_tostring(lua_State *L, int idx);
 int lifeline_isfunction(lua_State *L, int idx);
 int lifeline_isnoneornil(lua_State *L, int idx);
-int lifeline_upvalueindex(int i);
 int lifeline_registryindex(void);
 lua_Number lifeline_huge(void);
 
