@@ -68,7 +68,7 @@ public final class LifelineHost {
     private var subscriptionsByID: [Int: Subscription] = [:]
     private var nextSubscriptionID = 1
     private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
-    private var timers: [Int: MainExecutor.JobID] = [:]
+    private var timers: [Int: (plugin: Int, job: MainExecutor.JobID)] = [:]
     private var nextTimerID = 1
     private var budgetJobs: [MainExecutor.JobID] = []
     /// How many calls into plugin code are on the stack (0 or 1: plugin code never calls plugin code).
@@ -158,7 +158,9 @@ public final class LifelineHost {
 
     var backgroundTimeRemaining: Double { tasks.remaining(at: now) ?? .greatestFiniteMagnitude }
 
-    func isCurrent(_ context: PluginContext) -> Bool { appRunning && context.generation == generation }
+    func isCurrent(_ context: PluginContext) -> Bool {
+        appRunning && context.generation == generation && !context.isUnloaded
+    }
 
     // MARK: - Steps
 
@@ -267,6 +269,11 @@ public final class LifelineHost {
     /// Takes a plugin that failed to load out of this launch: its subscriptions, timers and
     /// expiration handlers go with it, and so do its tasks, so none is left dangling.
     private func unload(_ index: Int) {
+        plugins[index].context.isUnloaded = true
+        for (id, timer) in timers where timer.plugin == index {
+            executor.cancel(timer.job)
+            timers[id] = nil
+        }
         for (_, list) in subscriptions { for s in list where s.plugin == index { s.cancelled = true } }
         subscriptions = subscriptions.mapValues { $0.filter { !$0.cancelled } }
         subscriptionsByID = subscriptionsByID.filter { !$0.value.cancelled }
@@ -286,7 +293,7 @@ public final class LifelineHost {
         cancelBudgetJobs()
         tasks.reset()
         expirationHandlers.removeAll()
-        for (_, job) in timers { executor.cancel(job) }
+        for (_, timer) in timers { executor.cancel(timer.job) }
         timers.removeAll()
         subscriptions.removeAll()
         subscriptionsByID.removeAll()
@@ -544,16 +551,17 @@ public final class LifelineHost {
         let id = nextTimerID
         nextTimerID += 1
         let index = context.index
-        timers[id] = executor.schedule(at: now.adding(seconds: max(0, seconds)), owner: .app(generation: generation)) {
+        let job = executor.schedule(at: now.adding(seconds: max(0, seconds)), owner: .app(generation: generation)) {
             [unowned self] in
             timers[id] = nil
             call(index, in: openWindow(limit: profile.transitionLimit, handler: "timer"), callback)
         }
+        timers[id] = (index, job)
         return id
     }
 
     func cancelTimer(_ id: Int) {
-        if let job = timers.removeValue(forKey: id) { executor.cancel(job) }
+        if let timer = timers.removeValue(forKey: id) { executor.cancel(timer.job) }
     }
 
     // MARK: - Recording

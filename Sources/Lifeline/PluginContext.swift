@@ -13,6 +13,8 @@ public final class PluginContext {
     let generation: Int
     /// The plugin's log; `print` and `lifeline.log` go here.
     public let logger: Logger
+    /// Set when the plugin failed to load: its calls then do nothing.
+    var isUnloaded = false
 
     init(host: LifelineHost, pluginName: String, index: Int, generation: Int) {
         self.host = host

@@ -181,10 +181,15 @@ final class Harness {
     let host: LifelineHost
     var refused: [Lifecycle.TransitionError] = []
 
-    init(_ plugins: [PluginDescriptor], profile: Profile = .ios13, watchdogScale: Double = 1) {
+    init(
+        _ plugins: [PluginDescriptor], profile: Profile = .ios13, watchdogScale: Double = 1,
+        loadFailurePolicy: HostConfiguration.LoadFailurePolicy = .abort
+    ) {
         executor = MainExecutor(clock: clock)
         host = LifelineHost(
-            configuration: HostConfiguration(profile: profile, watchdogScale: watchdogScale, logger: quietLogger()),
+            configuration: HostConfiguration(
+                profile: profile, watchdogScale: watchdogScale, loadFailurePolicy: loadFailurePolicy,
+                logger: quietLogger()),
             plugins: plugins, executor: executor)
     }
 
