@@ -8,6 +8,19 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     case willTerminate
     case didReceiveMemoryWarning
 
+    /// The event's position in `allCases`, for tables indexed by event.
+    var ordinal: Int {
+        switch self {
+        case .didFinishLaunching: return 0
+        case .didBecomeActive: return 1
+        case .willResignActive: return 2
+        case .didEnterBackground: return 3
+        case .willEnterForeground: return 4
+        case .willTerminate: return 5
+        case .didReceiveMemoryWarning: return 6
+        }
+    }
+
     /// The valid names, comma-separated, for error messages.
     public static var validNames: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }

@@ -64,7 +64,8 @@ public final class LifelineHost {
     private var generation = 0
     private var appRunning = false
     private var plugins: [LoadedPlugin] = []
-    private var subscriptions: [LifecycleEventName: [Subscription]] = [:]
+    /// Subscriptions by event ordinal, each list in the order the subscriptions were made.
+    private var subscriptions = [[Subscription]](repeating: [], count: LifecycleEventName.allCases.count)
     private var subscriptionsByID: [Int: Subscription] = [:]
     private var nextSubscriptionID = 1
     private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
@@ -89,11 +90,13 @@ public final class LifelineHost {
 
     private final class Subscription {
         let id: Int
+        let event: LifecycleEventName
         let plugin: Int
         let handler: EventHandler
         var cancelled = false
-        init(id: Int, plugin: Int, handler: @escaping EventHandler) {
+        init(id: Int, event: LifecycleEventName, plugin: Int, handler: @escaping EventHandler) {
             self.id = id
+            self.event = event
             self.plugin = plugin
             self.handler = handler
         }
@@ -150,7 +153,7 @@ public final class LifelineHost {
     /// The app's state, as the lifecycle state machine has it.
     public var state: AppState { lifecycle.state }
     /// Whether the host has stopped for good: the app was terminated by a rule, or could not load.
-    public var isStopped: Bool { recorder.termination != nil || loadError != nil || internalError != nil }
+    public var isStopped: Bool { recorder.isTerminated || loadError != nil || internalError != nil }
     /// The active tasks, in the order they began.
     public var activeTasks: [TaskRegistry.Task] { tasks.active }
     /// The names of the plugins loaded in this launch, in load order.
@@ -220,8 +223,8 @@ public final class LifelineHost {
         let context = PluginContext(host: self, pluginName: descriptor.name, index: plugins.count, generation: generation)
         plugins.append(LoadedPlugin(instance: instance, context: context))
         let index = plugins.count - 1
-        let outcome = callUnchecked(index, in: window) { instance.start(context) }
-        switch settle(outcome, returnedAt: Monotonic.nanoseconds(), window: window) {
+        let (outcome, fired) = callUnchecked(index, in: window) { instance.start(context) }
+        switch settle(outcome, fired: fired) {
         case .ok, .terminated:
             return nil
         case .raised(let message, let traceback):
@@ -274,8 +277,8 @@ public final class LifelineHost {
             executor.cancel(timer.job)
             timers[id] = nil
         }
-        for (_, list) in subscriptions { for s in list where s.plugin == index { s.cancelled = true } }
-        subscriptions = subscriptions.mapValues { $0.filter { !$0.cancelled } }
+        for list in subscriptions { for s in list where s.plugin == index { s.cancelled = true } }
+        subscriptions = subscriptions.map { $0.filter { !$0.cancelled } }
         subscriptionsByID = subscriptionsByID.filter { !$0.value.cancelled }
         let name = plugins[index].context.pluginName
         for task in tasks.active where task.plugin == name {
@@ -295,7 +298,7 @@ public final class LifelineHost {
         expirationHandlers.removeAll()
         for (_, timer) in timers { executor.cancel(timer.job) }
         timers.removeAll()
-        subscriptions.removeAll()
+        subscriptions = subscriptions.map { _ in [] }
         subscriptionsByID.removeAll()
         for p in plugins { p.instance.close() }
         plugins.removeAll()
@@ -314,7 +317,8 @@ public final class LifelineHost {
     private func dispatch(_ name: LifecycleEventName, state: AppState) {
         visibleState = state
         record(name.rawValue)
-        guard let list = subscriptions[name], !list.isEmpty else { return }
+        let list = subscriptions[name.ordinal]
+        guard !list.isEmpty else { return }
         let event = LifecycleEvent(name: name, time: now.seconds, state: state)
         let window = openWindow(limit: profile.limit(for: name), handler: name.rawValue)
         for subscription in list {
@@ -327,8 +331,8 @@ public final class LifelineHost {
     func subscribe(_ context: PluginContext, event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
         let id = nextSubscriptionID
         nextSubscriptionID += 1
-        let s = Subscription(id: id, plugin: context.index, handler: handler)
-        subscriptions[event, default: []].append(s)
+        let s = Subscription(id: id, event: event, plugin: context.index, handler: handler)
+        subscriptions[event.ordinal].append(s)
         subscriptionsByID[id] = s
         return id
     }
@@ -336,9 +340,7 @@ public final class LifelineHost {
     func unsubscribe(_ id: Int) {
         guard let s = subscriptionsByID.removeValue(forKey: id) else { return }
         s.cancelled = true
-        for (event, list) in subscriptions where list.contains(where: { $0 === s }) {
-            subscriptions[event] = list.filter { $0 !== s }
-        }
+        subscriptions[s.event.ordinal].removeAll { $0 === s }
     }
 
     // MARK: - Calling plugin code under the watchdog
@@ -353,9 +355,8 @@ public final class LifelineHost {
     /// recorded, an overrun or a stop terminates the app.
     private func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
         let plugin = plugins[index].context.pluginName
-        let outcome = callUnchecked(index, in: window, body)
-        let returnedAt = Monotonic.nanoseconds()
-        switch settle(outcome, returnedAt: returnedAt, window: window) {
+        let (outcome, fired) = callUnchecked(index, in: window, body)
+        switch settle(outcome, fired: fired) {
         case .ok, .terminated:
             return
         case .raised(let message, let traceback):
@@ -366,7 +367,7 @@ public final class LifelineHost {
             logger.error("plugin '\(plugin)' raised an error in \(window.handler): \(message)")
         case .overran(let traceback):
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
-            let late = Double(returnedAt - window.deadline) / 1e6
+            let late = Double(Monotonic.nanoseconds() &- window.deadline) / 1e6
             lastOverrunLateness = late
             logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
             watchdogFired(plugin: plugin, window: window, traceback: traceback)
@@ -384,8 +385,10 @@ public final class LifelineHost {
         case terminated
     }
 
-    private func settle(_ outcome: CallOutcome, returnedAt: UInt64, window: Window) -> Settled {
-        if recorder.termination != nil {
+    /// - Parameter fired: whether the watchdog acted during the call: its deadline passed. Overruns
+    ///   are the watchdog's to detect, so a call costs no clock read of its own.
+    private func settle(_ outcome: CallOutcome, fired: Bool) -> Settled {
+        if recorder.isTerminated {
             if appRunning { endApp() }
             return .terminated
         }
@@ -395,7 +398,7 @@ public final class LifelineHost {
             terminate(pending)
             return .terminated
         }
-        let overran = returnedAt > window.deadline
+        let overran = fired
         switch outcome {
         case .returned where !overran: return .ok
         case .raised(let message, let traceback) where !overran: return .raised(message: message, traceback: traceback)
@@ -404,7 +407,11 @@ public final class LifelineHost {
         }
     }
 
-    private func callUnchecked(_ index: Int, in window: Window, _ body: () -> CallOutcome) -> CallOutcome {
+    /// Calls plugin code under the watchdog. Returns what the code did, and whether the watchdog
+    /// acted meanwhile.
+    private func callUnchecked(
+        _ index: Int, in window: Window, _ body: () -> CallOutcome
+    ) -> (CallOutcome, fired: Bool) {
         let p = plugins[index]
         let target = WatchdogTarget(
             plugin: p.context.pluginName, handler: window.handler, limit: window.limit,
@@ -413,9 +420,9 @@ public final class LifelineHost {
         callDepth += 1
         let outcome = body()
         callDepth -= 1
-        watchdog.disarm()
+        let fired = watchdog.disarm()
         p.instance.resetPreemption()
-        return outcome
+        return (outcome, fired)
     }
 
     private func watchdogFired(plugin: String, window: Window, traceback: String?) {

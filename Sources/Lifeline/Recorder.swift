@@ -55,6 +55,8 @@ public final class Recorder: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Mirrors `termination != nil`, so the host's check after every call takes no lock.
+    private let terminated = Atomic<Bool>(false)
     private let observer: (@Sendable (TimelineEvent) -> Void)?
     public let profileName: String
 
@@ -80,7 +82,13 @@ public final class Recorder: Sendable {
         }
     }
 
-    public func noteTermination(_ t: Termination) { state.withLock { $0.termination = $0.termination ?? t } }
+    public func noteTermination(_ t: Termination) {
+        state.withLock { $0.termination = $0.termination ?? t }
+        terminated.store(true, ordering: .releasing)
+    }
+
+    /// Whether a termination was noted.
+    public var isTerminated: Bool { terminated.load(ordering: .acquiring) }
     public func notePluginError() { state.withLock { $0.pluginErrors += 1 } }
 
     public var timeline: [TimelineEvent] { state.withLock { $0.timeline } }

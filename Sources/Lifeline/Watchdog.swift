@@ -42,6 +42,8 @@ public final class Watchdog: @unchecked Sendable {
     // Guarded by `condition`.
     private var deadline: UInt64?
     private var target: WatchdogTarget?
+    /// Whether the watchdog acted on the current arming.
+    private var fired = false
     private var stopping = false
     private var thread: Thread?
     /// Called on the watchdog's thread when a deadline passes with Swift code running (W3).
@@ -72,15 +74,22 @@ public final class Watchdog: @unchecked Sendable {
             let wake = self.deadline.map { deadline < $0 } ?? true
             self.deadline = deadline
             self.target = target
+            fired = false
             if wake { condition.signal() }
         }
     }
 
     /// Stops guarding. After it returns, the watchdog will not act on the old target.
-    public func disarm() {
+    ///
+    /// - Returns: whether the deadline passed while the target was guarded (the watchdog acted).
+    @discardableResult
+    public func disarm() -> Bool {
         // The deadline stays: re-arming with the same one (the next handler of the same event)
         // then needs no wake-up, and the thread, waking at it, finds no target and does nothing.
-        condition.withLock { target = nil }
+        condition.withLock {
+            target = nil
+            return fired
+        }
     }
 
     private func loop() {
@@ -95,14 +104,15 @@ public final class Watchdog: @unchecked Sendable {
                 continue
             }
             // The deadline passed with the target still running.
-            let fired = target
+            let guarded = target
             deadline = nil
-            if let fired {
-                if let p = fired.preemptor {
+            if let guarded {
+                fired = true
+                if let p = guarded.preemptor {
                     p.preempt()
                 } else {
                     condition.unlock()
-                    onUnpreemptible(fired)
+                    onUnpreemptible(guarded)
                     condition.lock()
                 }
             }

@@ -78,7 +78,9 @@ enum LuaModule {
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
         guard let (plugin, context) = context(L) else { return 0 }
         let fn = ref(L, plugin, 2)
-        let id = context.subscribe(event, handler: { [weak plugin] e in plugin?.call(ref: fn.ref, event: e) ?? .returned })
+        // The closure holds the plugin strongly: the host drops it before it closes the plugin,
+        // and the plugin holds nothing of the host's, so there is no cycle.
+        let id = context.subscribe(event, handler: { e in plugin.call(ref: fn.ref, event: e) })
         lifeline_push_handle(L, subscriptionHandle, lua_Integer(id))
         return 1
     }
@@ -105,7 +107,7 @@ enum LuaModule {
         var handler: PluginCallback?
         if lifeline_isfunction(L, handlerIndex) != 0 {
             let fn = ref(L, plugin, handlerIndex)
-            handler = { [weak plugin] in plugin?.call(ref: fn.ref, event: nil) ?? .returned }
+            handler = { plugin.call(ref: fn.ref, event: nil) }
         }
         let id = context.beginBackgroundTask(name: name, expirationHandler: handler)
         lua_pushinteger(L, lua_Integer(id))
@@ -163,7 +165,7 @@ enum LuaModule {
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
         guard let (plugin, context) = context(L) else { return 0 }
         let fn = ref(L, plugin, 2)
-        let id = context.startTimer(after: seconds, callback: { [weak plugin] in plugin?.call(ref: fn.ref, event: nil) ?? .returned })
+        let id = context.startTimer(after: seconds, callback: { plugin.call(ref: fn.ref, event: nil) })
         lifeline_push_handle(L, timerHandle, lua_Integer(id))
         return 1
     }

@@ -37,13 +37,17 @@ func tempPlugins(_ plugins: [String: String]) -> String {
 
 let handler = "function(e) local n = e.name end"
 
-func bareLuaPcall(iterations: Int) -> Double {
-    let L = luaL_newstate()!
-    defer { lua_close(L) }
-    luaL_loadstring(L, "return " + handler)
-    lua_callk(L, 0, 1, 0, nil)  // stack: f
+func bareLuaPcall(iterations: Int, states count: Int = 1) -> Double {
+    let states = (0..<count).map { _ in luaL_newstate()! }
+    defer { for L in states { lua_close(L) } }
+    for L in states {
+        luaL_openlibs(L)
+        luaL_loadstring(L, "return " + handler)
+        lua_callk(L, 0, 1, 0, nil)  // stack: f
+    }
     let start = Monotonic.nanoseconds()
-    for _ in 0..<iterations {
+    for i in 0..<iterations {
+        let L = states[i % count]
         lua_pushvalue(L, -1)  // stack: f, f
         lua_createtable(L, 0, 3)  // stack: f, f, event
         lua_pushstring(L, "didReceiveMemoryWarning")
@@ -57,8 +61,10 @@ func bareLuaPcall(iterations: Int) -> Double {
     return Double(Monotonic.nanoseconds() - start) / Double(iterations)
 }
 
-func hostDispatch(iterations: Int) -> Double {
-    let dir = tempPlugins(["one": "lifeline.on('didReceiveMemoryWarning', \(handler))"])
+func hostDispatch(iterations: Int, plugins count: Int = 1) -> Double {
+    var sources: [String: String] = [:]
+    for i in 0..<count { sources["p\(i)"] = "lifeline.on('didReceiveMemoryWarning', \(handler))" }
+    let dir = tempPlugins(sources)
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let executor = MainExecutor(clock: VirtualClock())
     let host = LifelineHost(
@@ -67,7 +73,7 @@ func hostDispatch(iterations: Int) -> Double {
     try! host.perform(.launch)
     let start = Monotonic.nanoseconds()
     for _ in 0..<iterations { try! host.perform(.memoryWarning) }
-    return Double(Monotonic.nanoseconds() - start) / Double(iterations)
+    return Double(Monotonic.nanoseconds() - start) / Double(iterations * count)
 }
 
 // MARK: 2. watchdog latency
@@ -110,6 +116,12 @@ func longSimulation() -> (seconds: Double, events: Int) {
 
 // MARK: run
 
+let only = CommandLine.arguments.dropFirst().first  // e.g. `figures dispatch`, for profiling one figure
+if only == "dispatch" {
+    print(String(format: "dispatch.lua      host %.0f ns/event", hostDispatch(iterations: 2_000_000)))
+    exit(0)
+}
+
 var hostNs: [Double] = [], bareNs: [Double] = []
 for _ in 0..<7 {
     bareNs.append(bareLuaPcall(iterations: 200_000))
@@ -117,6 +129,14 @@ for _ in 0..<7 {
 }
 let h = median(hostNs), b = median(bareNs)
 print(String(format: "dispatch.lua      host %.0f ns/event   bare lua_pcall %.0f ns   ratio %.2f", h, b, h / b))
+var host100: [Double] = [], bare100: [Double] = []
+for _ in 0..<7 {
+    bare100.append(bareLuaPcall(iterations: 500_000, states: 100))
+    host100.append(hostDispatch(iterations: 5_000, plugins: 100))
+}
+let h100 = median(host100), b100 = median(bare100)
+print(String(format: "dispatch.lua×100  host %.0f ns/handler (one event, 100 plugins)   bare %.0f ns (100 states)   ratio %.2f",
+             h100, b100, h100 / b100))
 
 let late = watchdogLateness(runs: 100)
 print(String(format: "watchdog.latency  p50 %.3f ms   p99 %.3f ms   max %.3f ms  (100 runs, 20 ms limit)",
