@@ -14,8 +14,13 @@ struct Run: ParsableCommand {
               kill -USR2 $!   # foreground
               kill -TERM $!   # terminate
 
-            Signals: SIGUSR1 background, SIGUSR2 foreground, SIGTERM or SIGINT terminate,
-            a second SIGINT kill. When a rule terminates the app, a crash report is written to
+            Signals:
+              SIGUSR1           background
+              SIGUSR2           foreground
+              SIGTERM, SIGINT   terminate
+              a second SIGINT   kill
+
+            When a rule terminates the app, a crash report is written to
             <state-dir>/reports/ and the exit code is 1.
             """
     )

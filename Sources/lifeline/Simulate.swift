@@ -8,10 +8,15 @@ struct Simulate: ParsableCommand {
         abstract: "Replay a scripted lifecycle in virtual time and write a JSON verdict.",
         discussion: """
             Example:
-              lifeline simulate --plugins plugins --scenario plugins/save-changes/scenarios/save.scenario --report -
+              lifeline simulate --plugins plugins \\
+                --scenario plugins/save-changes/scenarios/save.scenario --report -
 
-            Exit codes: 0 completed, 1 terminated by a rule or a plugin error, 64 bad usage,
-            65 a scenario or plugin that cannot be read or loaded, 70 an internal error.
+            Exit codes:
+              0   completed
+              1   terminated by a rule, or a plugin raised an error
+              64  bad usage
+              65  a scenario or plugin that cannot be read or loaded
+              70  an internal error
             """
     )
 
