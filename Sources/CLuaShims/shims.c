@@ -289,6 +289,119 @@ static int lifeline_loadfile_text(lua_State *L, const char *path) {
 #define LIFELINE_LOADED "lifeline.loaded"
 #define LIFELINE_PLUGIN_DIR "lifeline.plugindir"
 
+// ---------------------------------------------------------------- deterministic iteration
+
+// Lua seeds its string hashes at random in every state, so next() visits string keys in a
+// different order on every run. `pairs` sorts the keys instead, so that `lifeline simulate` gives
+// the same report for the same inputs: numbers in numeric order, then strings in byte order, then
+// booleans (false first); other keys (tables, functions) last, in next() order.
+
+typedef struct LifelineKey {
+    int rank;            // 0 number, 1 string, 2 boolean, 3 other
+    int isint;
+    lua_Integer i;
+    lua_Number n;
+    const char *s;       // kept alive by the keys table
+    size_t len;
+    int slot;            // position in next() order, for a stable sort
+} LifelineKey;
+
+static int lifeline_key_compare(const void *a, const void *b) {
+    const LifelineKey *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    switch (x->rank) {
+    case 0:
+        if (x->isint && y->isint) {
+            if (x->i != y->i) return x->i < y->i ? -1 : 1;
+        } else {
+            lua_Number p = x->isint ? (lua_Number)x->i : x->n, q = y->isint ? (lua_Number)y->i : y->n;
+            if (p != q) return p < q ? -1 : 1;
+        }
+        break;
+    case 1: {
+        size_t m = x->len < y->len ? x->len : y->len;
+        int c = memcmp(x->s, y->s, m);
+        if (c != 0) return c;
+        if (x->len != y->len) return x->len < y->len ? -1 : 1;
+        break;
+    }
+    case 2:
+        if (x->i != y->i) return x->i < y->i ? -1 : 1;
+        break;
+    }
+    return x->slot < y->slot ? -1 : (x->slot > y->slot);
+}
+
+// The iterator: upvalue 1 is the sorted keys, upvalue 2 the next position.
+static int lifeline_sorted_next(lua_State *L) {
+    lua_Integer pos = lua_tointeger(L, lua_upvalueindex(2));
+    for (;;) {
+        pos++;
+        if (lua_rawgeti(L, lua_upvalueindex(1), pos) == LUA_TNIL) return 1;  // stack: t, _, nil: done
+        lua_pushvalue(L, -1);   // stack: t, _, k, k
+        lua_rawget(L, 1);       // stack: t, _, k, v
+        if (!lua_isnil(L, -1)) break;
+        lua_pop(L, 2);          // removed while iterating: skip it, as next() would
+    }
+    lua_pushinteger(L, pos);
+    lua_replace(L, lua_upvalueindex(2));
+    return 2;
+}
+
+static int lifeline_pairs(lua_State *L) {
+    luaL_checkany(L, 1);
+    if (luaL_getmetafield(L, 1, "__pairs") != LUA_TNIL) {  // stack: t, __pairs
+        lua_pushvalue(L, 1);
+        lua_call(L, 1, 3);
+        return 3;
+    }
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    lua_Integer n = 0;
+    lua_newtable(L);                  // stack: t, keys (in next() order)
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0) {     // stack: t, keys, k, v
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, 2, ++n);       // stack: t, keys, k
+    }
+    LifelineKey *ks = (LifelineKey *)lua_newuserdatauv(L, sizeof(LifelineKey) * (size_t)(n > 0 ? n : 1), 0);
+    for (lua_Integer j = 1; j <= n; j++) {  // stack: t, keys, ud
+        LifelineKey *k = &ks[j - 1];
+        memset(k, 0, sizeof *k);
+        k->slot = (int)j;
+        switch (lua_rawgeti(L, 2, j)) {
+        case LUA_TNUMBER:
+            k->rank = 0;
+            k->isint = lua_isinteger(L, -1);
+            if (k->isint) k->i = lua_tointeger(L, -1); else k->n = lua_tonumber(L, -1);
+            break;
+        case LUA_TSTRING:
+            k->rank = 1;
+            k->s = lua_tolstring(L, -1, &k->len);
+            break;
+        case LUA_TBOOLEAN:
+            k->rank = 2;
+            k->i = lua_toboolean(L, -1);
+            break;
+        default:
+            k->rank = 3;
+        }
+        lua_pop(L, 1);
+    }
+    qsort(ks, (size_t)n, sizeof(LifelineKey), lifeline_key_compare);
+    lua_createtable(L, (int)n, 0);          // stack: t, keys, ud, sorted
+    for (lua_Integer j = 1; j <= n; j++) {
+        lua_rawgeti(L, 2, ks[j - 1].slot);
+        lua_rawseti(L, -2, j);
+    }
+    lua_pushinteger(L, 0);                  // stack: t, keys, ud, sorted, 0
+    lua_pushcclosure(L, lifeline_sorted_next, 2);  // stack: t, keys, ud, iter
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);                         // stack: ..., iter, t, nil
+    return 3;
+}
+
 // setmetatable that refuses __gc: Lua runs finalizers with hooks off, so a runaway finalizer
 // could never be stopped by the watchdog, and lua_close would run plugin code after the app ended.
 static int lifeline_setmetatable(lua_State *L) {
@@ -308,12 +421,15 @@ static int lifeline_setmetatable(lua_State *L) {
 
 // load() for text chunks only: the mode argument is forced to "t".
 static int lifeline_load_text(lua_State *L) {
-    lua_settop(L, 4);                          // stack: chunk, name, mode, env
+    // An absent env must stay absent: passing nil would give the chunk _ENV = nil.
+    int nargs = lua_gettop(L) < 3 ? 3 : lua_gettop(L);
+    if (nargs > 4) nargs = 4;
+    lua_settop(L, nargs);                      // stack: chunk, name, mode[, env]
     lua_pushliteral(L, "t");
-    lua_replace(L, 3);                         // stack: chunk, name, "t", env
-    lua_pushvalue(L, lua_upvalueindex(1));     // stack: chunk, name, "t", env, load
-    lua_insert(L, 1);                          // stack: load, chunk, name, "t", env
-    lua_call(L, 4, LUA_MULTRET);
+    lua_replace(L, 3);                         // stack: chunk, name, "t"[, env]
+    lua_pushvalue(L, lua_upvalueindex(1));     // stack: chunk, name, "t"[, env], load
+    lua_insert(L, 1);                          // stack: load, chunk, name, "t"[, env]
+    lua_call(L, nargs, LUA_MULTRET);
     return lua_gettop(L);
 }
 
@@ -393,6 +509,14 @@ static int lifeline_open_sandbox_protected(lua_State *L) {
     lua_getfield(L, -1, "load");                  // stack: ..., _G, load
     lua_pushcclosure(L, lifeline_load_text, 1);   // stack: ..., _G, textload
     lua_setfield(L, -2, "load");                  // stack: ..., _G
+    lua_pushcfunction(L, lifeline_pairs);
+    lua_setfield(L, -2, "pairs");
+    // A fixed seed, so math.random gives the same numbers on every run.
+    lua_getfield(L, -1, LUA_MATHLIBNAME);          // stack: ..., _G, math
+    lua_getfield(L, -1, "randomseed");             // stack: ..., _G, math, randomseed
+    lua_pushinteger(L, 0);
+    lua_call(L, 1, 0);                             // stack: ..., _G, math
+    lua_pop(L, 1);                                 // stack: ..., _G
     lua_getfield(L, -1, "setmetatable");              // stack: ..., _G, setmetatable
     lua_pushcclosure(L, lifeline_setmetatable, 1);    // stack: ..., _G, guarded
     lua_setfield(L, -2, "setmetatable");              // stack: ..., _G
@@ -543,6 +667,49 @@ static void lifeline_push_log(lua_State *L, lifeline_log_sink sink, int level) {
     lua_pushcclosure(L, lifeline_log_thunk, 2);
 }
 
+// os.time() with no argument, os.date() with no time, and os.clock() read the host's clock, so
+// that a simulation in virtual time sees virtual time (and reports stay byte-identical).
+// Upvalue 1: the original function; upvalue 2: the bridged clock.
+static int lifeline_os_time(lua_State *L) {
+    if (lua_isnoneornil(L, 1)) {
+        lua_settop(L, 0);
+        lua_pushvalue(L, lua_upvalueindex(2));  // stack: clock
+        lua_call(L, 0, 1);                      // stack: seconds
+        lua_Number t = lua_tonumber(L, -1);
+        lua_pushinteger(L, (lua_Integer)t);
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int lifeline_os_date(lua_State *L) {
+    if (lua_gettop(L) < 1) lua_pushliteral(L, "%c");
+    lua_settop(L, 2);                            // stack: format, time|nil
+    if (lua_isnil(L, 2)) {
+        lua_pushvalue(L, lua_upvalueindex(2));   // stack: format, nil, clock
+        lua_call(L, 0, 1);                       // stack: format, nil, seconds
+        lua_pushinteger(L, (lua_Integer)lua_tonumber(L, -1));
+        lua_replace(L, 2);
+        lua_pop(L, 1);                           // stack: format, time
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);                            // stack: date, format, time
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+static void lifeline_wrap_os(lua_State *L, const char *name, lua_CFunction wrapper, lifeline_bridged clock) {
+    lua_getglobal(L, LUA_OSLIBNAME);    // stack: ..., os
+    lua_getfield(L, -1, name);          // stack: ..., os, original
+    lifeline_pushbridged(L, clock);     // stack: ..., os, original, clock
+    lua_pushcclosure(L, wrapper, 2);    // stack: ..., os, wrapped
+    lua_setfield(L, -2, name);
+    lua_pop(L, 1);                      // stack: ...
+}
+
 static int lifeline_open_module_thunk(lua_State *L) {
     const LifelineModuleSpec *spec = (const LifelineModuleSpec *)lua_touserdata(L, 1);
     lua_settop(L, 0);
@@ -569,6 +736,15 @@ static int lifeline_open_module_thunk(lua_State *L) {
     lua_setfield(L, -2, "__index");         // stack: lifeline, mt
     lua_pushliteral(L, "lifeline.handle");
     lua_setfield(L, -2, "__name");
+    // Plugins cannot reach the metatable, so they cannot give handles a __gc (see setmetatable).
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);                          // stack: lifeline
+    lifeline_wrap_os(L, "time", lifeline_os_time, spec->epoch_now);
+    lifeline_wrap_os(L, "date", lifeline_os_date, spec->epoch_now);
+    lua_getglobal(L, LUA_OSLIBNAME);        // stack: lifeline, os
+    lifeline_pushbridged(L, spec->clock_now);
+    lua_setfield(L, -2, "clock");
     lua_pop(L, 1);                          // stack: lifeline
     lua_pushvalue(L, -1);
     lua_setglobal(L, "lifeline");

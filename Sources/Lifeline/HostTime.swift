@@ -11,9 +11,15 @@ public struct HostTime: Comparable, Hashable, Sendable, CustomStringConvertible 
     /// The host's start.
     public static let zero = HostTime(nanoseconds: 0)
 
-    /// A time `seconds` after the start, rounded to the nanosecond.
+    /// The latest time the host can represent (about 292 years).
+    public static let distantFuture = HostTime(nanoseconds: .max)
+
+    /// A time `seconds` after the start, rounded to the nanosecond; saturates at the ends.
     public static func seconds(_ seconds: Double) -> HostTime {
-        HostTime(nanoseconds: Int64((seconds * 1e9).rounded()))
+        let ns = (seconds * 1e9).rounded()
+        if !(ns < 9.2e18) { return distantFuture }  // also NaN
+        if ns <= -9.2e18 { return HostTime(nanoseconds: .min) }
+        return HostTime(nanoseconds: Int64(ns))
     }
 
     /// Seconds since the start.

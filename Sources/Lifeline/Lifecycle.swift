@@ -12,8 +12,9 @@ public struct Lifecycle: Equatable, Sendable {
     public enum Action: Equatable, Sendable {
         /// Send the notification to every subscriber; handlers see `state`.
         case notify(LifecycleEventName, state: AppState)
-        /// Load the plugins afresh: a new app process.
-        case startApp
+        /// Load the plugins afresh: a new app process. In the background, the budget starts first,
+        /// so init.lua already sees it.
+        case startApp(inBackground: Bool)
         /// The app enters the background: the budget starts, full.
         case startBudget
         /// The app leaves the background: the budget stops, and timers held while suspended run.
@@ -42,10 +43,13 @@ public struct Lifecycle: Equatable, Sendable {
         switch (step, from) {
         case (.launch, .notRunning), (.launch, .ended):
             state = .active
-            return [.startApp, .notify(.didFinishLaunching, state: .inactive), .notify(.didBecomeActive, state: .active)]
+            return [
+                .startApp(inBackground: false), .notify(.didFinishLaunching, state: .inactive),
+                .notify(.didBecomeActive, state: .active),
+            ]
         case (.launchInBackground, .notRunning), (.launchInBackground, .ended):
             state = .background
-            return [.startApp, .startBudget, .notify(.didFinishLaunching, state: .background)]
+            return [.startApp(inBackground: true), .notify(.didFinishLaunching, state: .background)]
         case (.resign, .active):
             state = .inactive
             return [.notify(.willResignActive, state: .inactive)]

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// How the host is set up: the profile, the watchdog's scale, and what to do with a plugin that
@@ -15,6 +16,9 @@ public struct HostConfiguration: Sendable {
     /// Real handler time is multiplied by this before it is compared with a limit (W5).
     public var watchdogScale: Double
     public var loadFailurePolicy: LoadFailurePolicy
+    /// The wall-clock time (seconds since 1970) of the host's start, from which os.time counts;
+    /// nil: the real time when the host is made. `Simulation` fixes it, for determinism.
+    public var epochAtStart: Double?
     public var logger: Logger
     /// Called on the watchdog's thread when Swift code overruns and cannot be stopped (W3), while
     /// the main executor is still inside it. The CLI writes the report there and exits.
@@ -50,6 +54,8 @@ public final class LifelineHost {
     public let executor: MainExecutor
     public let recorder: Recorder
     public let profile: Profile
+    /// Seconds since 1970 at the host's start (see `HostConfiguration.epochAtStart`).
+    public let epochAtStart: Double
     /// The host's own log.
     public let logger: Logger
     private let configuration: HostConfiguration
@@ -115,6 +121,7 @@ public final class LifelineHost {
     ) {
         self.configuration = configuration
         self.profile = configuration.profile
+        self.epochAtStart = configuration.epochAtStart ?? Date().timeIntervalSince1970
         self.logger = configuration.logger
         self.descriptors = plugins.sorted { $0.name < $1.name }
         self.executor = executor
@@ -171,9 +178,10 @@ public final class LifelineHost {
     public func perform(_ step: Step) throws(Lifecycle.TransitionError) {
         let actions = try lifecycle.apply(step)
         for action in actions {
-            if case .startApp = action {} else if !appRunning { return }
+            // Stop once the app ended, or a plugin failed to load (SPEC 7: nothing runs then).
+            if case .startApp = action {} else if !appRunning || isStopped { return }
             switch action {
-            case .startApp: startApp(inBackground: step == .launchInBackground)
+            case .startApp(let inBackground): startApp(inBackground: inBackground)
             case .startBudget: startBudget()
             case .stopBudget: stopBudget()
             case .notify(let name, let state): dispatch(name, state: state)
@@ -201,6 +209,7 @@ public final class LifelineHost {
         generation += 1
         appRunning = true
         visibleState = inBackground ? .background : .inactive
+        if inBackground { startBudget() }
         for descriptor in descriptors {
             guard appRunning, !isStopped else { return }
             // Each plugin gets the launch limit to load, so one slow plugin fails alone.
@@ -240,22 +249,32 @@ public final class LifelineHost {
     static let loadHandler = "load"
 
     static func loadOverrunMessage(_ plugin: String, limit: Double) -> String {
-        "plugin '\(plugin)' did not finish loading within the launch limit (\(ReportNumber.seconds(limit)) s): "
-            + "stopped by the watchdog"
+        "plugin '\(plugin)' did not finish loading within the launch limit (\(ReportNumber.seconds(limit)) s)"
     }
 
-    /// `lifeline check`: loads every plugin, each under the launch limit, runs nothing else, and
-    /// says which failed and why (nil: loaded). The app is not launched.
-    public func check() -> [(plugin: PluginDescriptor, failure: String?)] {
-        var results: [(plugin: PluginDescriptor, failure: String?)] = []
-        for descriptor in descriptors {
-            generation += 1
-            appRunning = true
-            let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: LifelineHost.loadHandler))
-            endApp()
-            results.append((descriptor, failure))
+    /// `lifeline check`: loads every plugin, each on a host of its own under the launch limit,
+    /// runs nothing else, and says which failed and why (nil: loaded). No app is launched.
+    public static func check(
+        configuration: HostConfiguration, plugins: [PluginDescriptor]
+    ) -> [(plugin: PluginDescriptor, failure: String?)] {
+        var configuration = configuration
+        configuration.loadFailurePolicy = .skip
+        return plugins.sorted { $0.name < $1.name }.map { descriptor in
+            // A host per plugin, so nothing one plugin does (T8 while loading, say) reaches the next.
+            let host = LifelineHost(
+                configuration: configuration, plugins: [descriptor], executor: MainExecutor(clock: VirtualClock()))
+            defer { host.shutdown() }
+            return (descriptor, host.loadForCheck(descriptor))
         }
-        return results
+    }
+
+    private func loadForCheck(_ descriptor: PluginDescriptor) -> String? {
+        generation += 1
+        appRunning = true
+        visibleState = .inactive
+        let failure = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: LifelineHost.loadHandler))
+        if appRunning { endApp() }
+        return failure ?? recorder.termination?.reason
     }
 
     private func loadFailed(_ descriptor: PluginDescriptor, _ message: String) {
@@ -558,7 +577,10 @@ public final class LifelineHost {
         let id = nextTimerID
         nextTimerID += 1
         let index = context.index
-        let job = executor.schedule(at: now.adding(seconds: max(0, seconds)), owner: .app(generation: generation)) {
+        // The clock's resolution: a timer fires 1 ms later at the soonest, so a loop of zero-delay
+        // timers still moves virtual time on, and `--until` can end it.
+        let delay = max(LifelineHost.timerResolution, seconds.isNaN ? 0 : seconds)
+        let job = executor.schedule(at: now.adding(seconds: delay), owner: .app(generation: generation)) {
             [unowned self] in
             timers[id] = nil
             call(index, in: openWindow(limit: profile.transitionLimit, handler: "timer"), callback)
@@ -566,6 +588,9 @@ public final class LifelineHost {
         timers[id] = (index, job)
         return id
     }
+
+    /// The soonest a timer fires: 1 ms.
+    public static let timerResolution = 0.001
 
     func cancelTimer(_ id: Int) {
         if let timer = timers.removeValue(forKey: id) { executor.cancel(timer.job) }

@@ -61,6 +61,9 @@ public final class PluginContext {
     /// Seconds since the host started, on the host's clock.
     public var now: Double { host.now.seconds }
 
+    /// Seconds since 1970 on the host's clock: virtual in simulate (from a fixed epoch), real in run.
+    public var epochNow: Double { host.epochAtStart + host.now.seconds }
+
     /// A one-shot timer whose callback reports its own outcome (the bridge's form; Swift plugins
     /// use `after(_:perform:)`). Returns its id for `cancelTimer`.
     @discardableResult

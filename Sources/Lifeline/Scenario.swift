@@ -58,6 +58,9 @@ public struct Scenario: Equatable, Sendable {
         return Scenario(entries: entries, fileName: fileName)
     }
 
+    /// The latest time a scenario can name: 100 years, well inside what `HostTime` holds.
+    static let maximumSeconds: Double = 100 * 365 * 24 * 3600
+
     /// Parses `1.5s`, `250ms`, `2m`, `1h`.
     public static func parseTime(_ text: String, at: String) throws(LifelineError) -> HostTime {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
@@ -67,6 +70,9 @@ public struct Scenario: Equatable, Sendable {
             guard let value = Double(number), value.isFinite, value >= 0,
                 number.allSatisfy({ $0.isNumber || $0 == "." })
             else { continue }
+            guard value * scale <= maximumSeconds else {
+                throw .badInput("\(at): '\(text)' is too far: times go up to 100 years")
+            }
             return HostTime.seconds(value * scale)
         }
         if let last = text.last, last.isLetter, text.contains(where: { $0.isNumber }) {

@@ -1,6 +1,9 @@
 /// `lifeline simulate`: replays a scenario in virtual time and returns the recorder that holds the
 /// report (SPEC 2.2, 2.3).
 public enum Simulation {
+    /// Where os.time starts in a simulation: 2026-01-01T00:00:00Z, the same on every run.
+    public static let fixedEpoch: Double = 1_767_225_600
+
     /// By default the simulation stops at the last step + 15 minutes at the latest.
     public static let defaultGrace: Double = 15 * 60
 
@@ -12,6 +15,7 @@ public enum Simulation {
     ) throws(LifelineError) -> Recorder {
         var configuration = configuration
         configuration.loadFailurePolicy = .abort
+        configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch
         let executor = MainExecutor(clock: VirtualClock())
         let host = LifelineHost(configuration: configuration, plugins: plugins, executor: executor)
         defer { host.shutdown() }

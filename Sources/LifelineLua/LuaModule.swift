@@ -31,7 +31,8 @@ enum LuaModule {
             regs[i] = LifelineReg(name: strdup(name), fn: fn)
         }
         regs[functions.count] = LifelineReg(name: nil, fn: nil)
-        return LifelineModuleSpec(functions: regs, log_sink: logSink, handle_cancel: cancelHandle)
+        return LifelineModuleSpec(
+            functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now)
     }()
 
     // MARK: - Helpers
@@ -149,6 +150,13 @@ enum LuaModule {
     static let now: lifeline_bridged = { L in
         guard let L else { return 0 }
         lua_pushnumber(L, context(L)?.1.now ?? 0)
+        return 1
+    }
+
+    /// os.time() and os.date(): wall-clock seconds on the host's clock.
+    static let epochNow: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        lua_pushnumber(L, context(L)?.1.epochNow ?? 0)
         return 1
     }
 

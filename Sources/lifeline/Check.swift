@@ -22,12 +22,15 @@ struct Check: ParsableCommand {
         bootstrapLogging(level: profileOptions.level)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let descriptors = try loadDescriptors(plugins)
-            let host = LifelineHost(
-                configuration: HostConfiguration(profile: try profileOptions.resolved(), loadFailurePolicy: .skip),
-                plugins: descriptors, executor: MainExecutor(clock: VirtualClock()))
-            defer { host.shutdown() }
+            let configuration = HostConfiguration(
+                profile: try profileOptions.resolved(), loadFailurePolicy: .skip,
+                onUnpreemptibleOverrun: { overrun in
+                    // A Swift plugin's load cannot be stopped: say so, and end the check here.
+                    if case .loadFailed(let error) = overrun { print("FAIL \(error.message)") }
+                    exitWithError(.badInput("a plugin failed to load"))
+                })
             var failed = 0
-            for (plugin, failure) in host.check() {
+            for (plugin, failure) in LifelineHost.check(configuration: configuration, plugins: descriptors) {
                 if let failure {
                     failed += 1
                     print("FAIL \(plugin.name) (\(plugin.kind.rawValue)): \(failure)")

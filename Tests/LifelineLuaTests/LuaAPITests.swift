@@ -238,12 +238,20 @@ func api_wrongArgument_raisesErrorNamingFunctionAndArgument(_ bad: BadCall) thro
     #expect(try marksOf(source, scenario: "0s launch\n3s resign") == ["4.5"])
 }
 
-@Test func api_afterZero_runsAfterTheCallerReturns() throws {
+@Test func api_afterZero_runsAfterTheCallerReturns_oneResolutionStepLater() throws {
     let recorder = try simulate(
         plugins(["p": "lifeline.after(0, function() mark('timer') end); mark('caller')"]))
     let events = markEvents(recorder)
     #expect(events.map(\.mark) == ["caller", "timer"])
-    #expect(events.allSatisfy { $0.time == .zero })
+    #expect(events.map(\.time) == [.zero, .seconds(0.001)])
+}
+
+@Test func api_zeroDelayTimerLoop_isEndedByUntil() throws {
+    // Each zero-delay timer fires 1 ms later, so virtual time moves on and `until` ends the run.
+    let recorder = try simulate(
+        plugins(["p": "local n = 0\nlocal function f() n = n + 1; lifeline.after(0, f) end\nf()"]),
+        scenario: "0s launch", until: .seconds(2))
+    #expect(recorder.termination == nil)
 }
 
 @Test func api_afterTimers_fireInTimeOrder() throws {

@@ -61,13 +61,13 @@ func profile(
 /// Loads the Lua plugins in `files` and runs `scenario` in virtual time.
 func simulate(
     _ files: [String: String], binary: [String: [UInt8]] = [:], scenario: String = "0s launch",
-    profile: Profile = .ios13, watchdogScale: Double = 1
+    profile: Profile = .ios13, watchdogScale: Double = 1, until: HostTime? = nil
 ) throws -> Recorder {
     try withPluginFolder(files, binary: binary) { dir in
         let descriptors = try LuaPluginLoader.descriptors(in: dir)
         return try Simulation.run(
             scenario: try Scenario.parse(scenario, fileName: "t.scenario"), plugins: descriptors,
-            configuration: HostConfiguration(profile: profile, watchdogScale: watchdogScale))
+            configuration: HostConfiguration(profile: profile, watchdogScale: watchdogScale), until: until)
     }
 }
 

@@ -31,10 +31,11 @@ struct AllowedTransition: Sendable, CustomTestStringConvertible {
 }
 
 private let launchActions: [Lifecycle.Action] = [
-    .startApp, .notify(.didFinishLaunching, state: .inactive), .notify(.didBecomeActive, state: .active),
+    .startApp(inBackground: false), .notify(.didFinishLaunching, state: .inactive),
+    .notify(.didBecomeActive, state: .active),
 ]
 private let launchInBackgroundActions: [Lifecycle.Action] = [
-    .startApp, .startBudget, .notify(.didFinishLaunching, state: .background),
+    .startApp(inBackground: true), .notify(.didFinishLaunching, state: .background),
 ]
 private let foregroundActions: [Lifecycle.Action] = [
     .stopBudget, .notify(.willEnterForeground, state: .inactive), .notify(.didBecomeActive, state: .active),

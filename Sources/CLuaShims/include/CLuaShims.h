@@ -96,10 +96,13 @@ typedef struct LifelineModuleSpec {
     const LifelineReg *functions;  // terminated by {NULL, NULL}
     lifeline_log_sink log_sink;
     lifeline_bridged handle_cancel;
+    lifeline_bridged epoch_now;    // pushes the host clock's wall time (seconds since 1970)
+    lifeline_bridged clock_now;    // pushes seconds since the host started, on the host's clock
 } LifelineModuleSpec;
 
-/// Builds the `lifeline` module (global and require-able), `lifeline.log`, `print`, and the handle
-/// metatable, protected. Returns the status.
+/// Builds the `lifeline` module (global and require-able), `lifeline.log`, `print`, the handle
+/// metatable, and points os.time, os.date and os.clock at the host's clock; protected. Returns
+/// the status.
 int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec);
 
 /// A handle returned to Lua by on() and after(): what it cancels.
