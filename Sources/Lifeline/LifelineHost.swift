@@ -20,8 +20,12 @@ public struct HostConfiguration: Sendable {
     /// nil: the real time when the host is made. `Simulation` fixes it, for determinism.
     public var epochAtStart: Double?
     public var logger: Logger
-    /// Called on the watchdog's thread when Swift code overruns and cannot be stopped (W3), while
-    /// the main executor is still inside it. The CLI writes the report there and exits.
+    /// Real seconds that Lua code, once asked to stop, has to unwind before it is treated as
+    /// unstoppable, like Swift code (it is stuck inside one C call).
+    public var stopGrace: Double = 1
+    /// Called on the watchdog's thread when code overruns and cannot be stopped (W3): Swift code,
+    /// or Lua code still running a grace after it was asked to stop. The main executor is still
+    /// inside that code. The CLI writes the report there and exits.
     public var onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)?
 
     public init(
@@ -129,7 +133,7 @@ public final class LifelineHost {
         self.recorder = recorder
         self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
         let fatal = configuration.onUnpreemptibleOverrun
-        self.watchdog = Watchdog { target in
+        self.watchdog = Watchdog(stopGrace: configuration.stopGrace) { target in
             if target.handler == LifelineHost.loadHandler {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
                 fatal?(.loadFailed(.badInput(LifelineHost.loadOverrunMessage(target.plugin, limit: target.limit))))

@@ -44,6 +44,11 @@ public final class Watchdog: @unchecked Sendable {
     private var target: WatchdogTarget?
     /// Whether the watchdog acted on the current arming.
     private var fired = false
+    /// Whether the target was asked to stop and the deadline now running is the grace after it.
+    private var escalating = false
+    /// How long stopped code has to unwind before the watchdog treats it as unstoppable: Lua
+    /// code stuck inside one C call (a huge string.find) never reaches the hook.
+    private let stopGrace: UInt64
     private var stopping = false
     private var thread: Thread?
     /// Called on the watchdog's thread when a deadline passes with Swift code running (W3).
@@ -51,8 +56,9 @@ public final class Watchdog: @unchecked Sendable {
 
     /// - Parameter onUnpreemptible: what to do when Swift code overruns; called on the watchdog's
     ///   thread while the main executor is still inside that code.
-    public init(onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }) {
+    public init(stopGrace: Double = 1, onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }) {
         self.onUnpreemptible = onUnpreemptible
+        self.stopGrace = UInt64(max(0, stopGrace) * 1e9)
         let t = Thread { [unowned self] in self.loop() }
         t.name = "lifeline-watchdog"
         thread = t
@@ -75,6 +81,7 @@ public final class Watchdog: @unchecked Sendable {
             self.deadline = deadline
             self.target = target
             fired = false
+            escalating = false
             if wake { condition.signal() }
         }
     }
@@ -108,9 +115,13 @@ public final class Watchdog: @unchecked Sendable {
             deadline = nil
             if let guarded {
                 fired = true
-                if let p = guarded.preemptor {
+                if let p = guarded.preemptor, !escalating {
                     p.preempt()
+                    // If the code has not unwound by the end of the grace, it cannot be stopped.
+                    escalating = true
+                    deadline = Monotonic.nanoseconds() &+ stopGrace
                 } else {
+                    target = nil
                     condition.unlock()
                     onUnpreemptible(guarded)
                     condition.lock()

@@ -61,13 +61,22 @@ struct Run: ParsableCommand {
                     }
                 })
             let host = LifelineHost(configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
-            let signals = SignalSteps(clock: clock) { step in
-                do {
-                    try host.perform(step)
-                } catch {
-                    host.logger.warning("signal ignored: \(error)")
-                }
-            }
+            let signals = SignalSteps(
+                clock: clock,
+                perform: { step in
+                    do {
+                        try host.perform(step)
+                    } catch {
+                        host.logger.warning("signal ignored: \(error)")
+                    }
+                },
+                kill: {
+                    // A second SIGINT ends the app at once, even while a handler is still running:
+                    // no notification, nothing more runs.
+                    FileHandle.standardError.write(Data("lifeline: killed\n".utf8))
+                    if let reportPath { try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
+                    Foundation.exit(recorder.exitCode)
+                })
             executor.schedule(at: clock.now) { try? host.perform(.launch) }
             executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
             signals.cancel()
@@ -99,28 +108,29 @@ enum CrashReport {
     }
 }
 
-/// Maps signals to steps (SPEC 2.5) and posts them to the main executor.
+/// Maps signals to steps (SPEC 2.5) and posts them to the main executor. The second SIGINT does
+/// not wait for the executor: a kill must work even while a handler is stuck.
 final class SignalSteps: @unchecked Sendable {
     private var sources: [DispatchSourceSignal] = []
     private let queue = DispatchQueue(label: "lifeline.signals")
     private var interrupts = 0  // touched on `queue` only
 
-    init(clock: MonotonicClock, perform: @escaping (Step) -> Void) {
+    init(clock: MonotonicClock, perform: @escaping (Step) -> Void, kill: @escaping @Sendable () -> Void) {
         nonisolated(unsafe) let perform = perform
         let post: @Sendable (Step) -> Void = { step in clock.post { perform(step) } }
-        let map: [(Int32, () -> Step)] = [
-            (SIGUSR1, { .background }),
-            (SIGUSR2, { .foreground }),
-            (SIGTERM, { .terminate }),
+        let map: [(Int32, () -> Void)] = [
+            (SIGUSR1, { post(.background) }),
+            (SIGUSR2, { post(.foreground) }),
+            (SIGTERM, { post(.terminate) }),
             (SIGINT, { [unowned self] in
                 interrupts += 1
-                return interrupts == 1 ? .terminate : .kill
+                if interrupts == 1 { post(.terminate) } else { kill() }
             }),
         ]
-        for (signo, step) in map {
+        for (signo, handler) in map {
             signal(signo, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
-            source.setEventHandler { post(step()) }
+            source.setEventHandler(handler: handler)
             source.resume()
             sources.append(source)
         }

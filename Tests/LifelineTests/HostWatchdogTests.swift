@@ -356,3 +356,37 @@ struct WatchdogTests {
         #expect(elapsed(since: start) < 1.5)
     }
 }
+
+/// W2 escalated: Lua code stuck inside one C call never reaches the hook; after the stop grace the
+/// watchdog treats it like Swift code (W3).
+@Suite(.serialized)
+struct WatchdogEscalationTests {
+    @Test func stoppedCodeThatDoesNotUnwind_isTreatedAsUnstoppable_afterTheGrace() throws {
+        let preemptor = RecordingPreemptor()
+        let calledAt = Shared<[Double]>([])
+        let start = Shared<UInt64>(0)
+        let stuck = rawPlugin("stuck", kind: .lua, preemptor: preemptor) { context in
+            context.subscribe(.didEnterBackground) { _ in
+                start.value = Monotonic.nanoseconds()
+                // Ignores the stop, as code inside a long C call would, until the callback runs.
+                while calledAt.value.isEmpty && elapsed(since: start.value) < 3 {}
+                return .returned
+            }
+            return .returned
+        }
+        var configuration = HostConfiguration(
+            profile: profile { $0.backgroundLimit = 0.05 }, logger: quietLogger(),
+            onUnpreemptibleOverrun: { overrun in
+                if case .terminated = overrun { calledAt.append(elapsed(since: start.value)) }
+            })
+        configuration.stopGrace = 0.1
+        let recorder = try Simulation.run(
+            scenario: Scenario.parse("0s launch\n1s background", fileName: "t.scenario"), plugins: [stuck],
+            configuration: configuration)
+        #expect(preemptor.count == 1, "asked to stop once, at the deadline")
+        #expect(calledAt.value.count == 1, "then treated as unstoppable")
+        #expect((calledAt.value.first ?? 0) >= 0.15, "not before the limit plus the grace")
+        #expect(recorder.termination?.kind == .watchdog)
+        #expect(recorder.termination?.plugin == "stuck")
+    }
+}

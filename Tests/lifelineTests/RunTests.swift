@@ -76,16 +76,38 @@ import Testing
         #expect(live.stderr.text().contains("crash report written"))
     }
 
-    @Test func run_secondInterrupt_kills() throws {
+    @Test func run_firstInterrupt_terminates() throws {
         let ws = try Workspace()
-        try ws.plugin("slow-goodbye", """
+        try ws.plugin("goodbye", """
             lifeline.on("willTerminate", function() print("saying goodbye") end)
             """)
         let live = try Live(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"])
         #expect(live.stderr.waitFor("didBecomeActive"))
         live.signal(SIGINT)
         #expect(live.wait() == 0)
-        #expect(live.stderr.text().contains("willTerminate"))
+        #expect(live.stderr.text().contains("saying goodbye"))
+    }
+
+    @Test func run_secondInterrupt_killsAtOnce_evenDuringASlowHandler() throws {
+        let ws = try Workspace()
+        try ws.plugin("slow-goodbye", """
+            lifeline.on("willTerminate", function()
+              print("goodbye started")
+              local t0 = os.clock()
+              while os.clock() - t0 < 4 do end  -- 4 s of work, under the 5 s limit
+              print("goodbye finished")
+            end)
+            """)
+        let live = try Live(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"])
+        #expect(live.stderr.waitFor("didBecomeActive"))
+        live.signal(SIGINT)
+        #expect(live.stderr.waitFor("goodbye started"))
+        let start = Date()
+        live.signal(SIGINT)
+        _ = live.wait()
+        #expect(Date().timeIntervalSince(start) < 2.5, "the second SIGINT did not end the app at once")
+        #expect(!live.stderr.text().contains("goodbye finished"))
+        #expect(live.stderr.text().contains("killed"))
     }
 
     @Test func run_badPluginIsSkipped_andTheOthersRun() throws {
