@@ -142,13 +142,9 @@ static int lifeline_trampoline(lua_State *L) {
     c->in_bridge++;
     int n = fn(L);
     c->in_bridge--;
+    // No cap check here: the call's effects (a task begun, a timer set) have happened, and an
+    // error now would lose the id that undoes them. The next allocation Lua makes is checked.
     if (n == LIFELINE_RAISE) return lua_error(L);  // the message is on top
-    if (c->used > c->limit) {
-        // What Swift allocated put the plugin over its cap: an allocation now raises the memory
-        // error (or, if a collection frees enough, succeeds and the plugin goes on).
-        lua_newuserdatauv(L, 0, 0);
-        lua_pop(L, 1);
-    }
     return n;
 }
 
@@ -547,15 +543,7 @@ static int lifeline_open_sandbox_protected(lua_State *L) {
     lua_pushcfunction(L, lifeline_require);
     lua_setfield(L, -2, "require");               // stack: ..., _G
 
-    // The libraries loaded so far are also reachable through require.
-    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_LOADED);  // stack: ..., _G, loaded
-    static const char *const visible[] = {LUA_STRLIBNAME, LUA_TABLIBNAME, LUA_MATHLIBNAME, LUA_UTF8LIBNAME,
-                                          LUA_COLIBNAME, LUA_OSLIBNAME, NULL};
-    for (const char *const *n = visible; *n; n++) {
-        lua_getfield(L, -2, *n);
-        lua_setfield(L, -2, *n);
-    }
-    lua_pop(L, 2);  // stack: ...
+    lua_pop(L, 1);  // stack: ...
     // The full libraries stay out of reach: drop what luaL_requiref cached.
     lua_pushnil(L);
     lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);

@@ -111,12 +111,12 @@ private struct Reader {
         }
         guard bytes > 0 else { throw fail(line, "[limits] memory must be more than 0 bytes") }
         guard bytes >= PluginManifest.minimumMemoryLimit else {
-            throw fail(line, "[limits] memory is \(Self.format(bytes)), below the minimum of "
-                + Self.format(PluginManifest.minimumMemoryLimit))
+            throw fail(line, "[limits] memory is \(PluginManifest.formatBytes(bytes)), below the minimum of "
+                + PluginManifest.formatBytes(PluginManifest.minimumMemoryLimit))
         }
         guard bytes <= maximumMemoryLimit else {
-            throw fail(line, "[limits] memory is \(Self.format(bytes)), above the host maximum of "
-                + Self.format(maximumMemoryLimit))
+            throw fail(line, "[limits] memory is \(PluginManifest.formatBytes(bytes)), above the host maximum of "
+                + PluginManifest.formatBytes(maximumMemoryLimit))
         }
         return bytes
     }
@@ -140,18 +140,20 @@ private struct Reader {
         return bytes
     }
 
+    static func trimmed(_ text: some StringProtocol) -> String {
+        let isSpace = { (c: Character) in c == " " || c == "\t" }
+        return String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
+    }
+}
+
+extension PluginManifest {
     /// "512 MiB" rather than "536870912 bytes" whenever the number is whole in a unit, binary ones first.
-    static func format(_ bytes: Int) -> String {
+    public static func formatBytes(_ bytes: Int) -> String {
         let units = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("GB", 1_000_000_000), ("MB", 1_000_000),
                      ("KB", 1_000)]
         for (unit, size) in units where bytes % size == 0 {
             return "\(bytes / size) \(unit)"
         }
         return "\(bytes) bytes"
-    }
-
-    static func trimmed(_ text: some StringProtocol) -> String {
-        let isSpace = { (c: Character) in c == " " || c == "\t" }
-        return String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 }

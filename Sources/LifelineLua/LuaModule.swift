@@ -11,6 +11,9 @@ import Logging
 /// never calls lua_error (SPEC 6.4). They only use Lua calls that cannot raise, and the memory cap
 /// is lifted while they run, so no error can longjmp through them.
 enum LuaModule {
+    /// The longest task name the host keeps; a plugin cannot make the host hold more.
+    static let maximumNameLength = 1024
+
     /// Handle kinds (`LifelineHandle.kind`).
     static let subscriptionHandle: Int32 = 1
     static let timerHandle: Int32 = 2
@@ -93,7 +96,7 @@ enum LuaModule {
         var name: String?
         var handlerIndex: Int32 = 2
         switch lua_type(L, 1) {
-        case LUA_TSTRING: name = string(L, 1)
+        case LUA_TSTRING: name = String(string(L, 1).prefix(maximumNameLength))
         case LUA_TNIL, LUA_TNONE: break
         case LUA_TFUNCTION: handlerIndex = 1  // beginBackgroundTask(onExpire)
         default: return typeError(L, 1, fname, "string or function")
@@ -197,7 +200,7 @@ enum LuaModule {
     static let logSink: lifeline_log_sink = { L, level, message in
         guard let L, let message else { return }
         let plugin = LuaPlugin.from(L)
-        let text = String(cString: message)
+        let text = String(String(cString: message).prefix(LuaPlugin.maximumMessageBytes))
         let logger = plugin.context?.logger ?? Logger(label: "plugin.\(plugin.name)")
         switch level {
         case 0: logger.debug("\(text)")

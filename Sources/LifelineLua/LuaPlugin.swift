@@ -96,12 +96,12 @@ public final class LuaPlugin: PluginInstance {
             if let control, lifeline_take_deep_oom(control) != 0 {
                 return .raised(
                     message: "stack overflow: plugin '\(name)' recursed so deep that it reached its memory cap of "
-                        + LuaPlugin.formatBytes(cap),
-                    traceback: "")
+                        + PluginManifest.formatBytes(cap),
+                    traceback: LuaPlugin.noTraceback)
             }
             return .raised(
-                message: "not enough memory: plugin '\(name)' reached its memory cap of \(LuaPlugin.formatBytes(cap))",
-                traceback: "")
+                message: "not enough memory: plugin '\(name)' reached its memory cap of \(PluginManifest.formatBytes(cap))",
+                traceback: LuaPlugin.noTraceback)
         }
         // The message handler appended "\nstack traceback:\n..." to string errors.
         if let range = raw.range(of: "\nstack traceback:\n") {
@@ -110,17 +110,23 @@ public final class LuaPlugin: PluginInstance {
         return .raised(message: raw, traceback: "")
     }
 
+    /// Lua runs no message handler for memory errors, so there is no traceback to give.
+    static let noTraceback = "(none: Lua runs no message handler for memory errors)"
+
+    /// The most of a plugin's error message the host keeps; a plugin cannot make the host hold
+    /// more than this for one error.
+    static let maximumMessageBytes = 4096
+
     static func popMessage(_ L: OpaquePointer) -> String {
-        let message = lifeline_tostring(L, -1).map { String(cString: $0) } ?? "(error object is not a string)"
+        var length = 0
+        let message = lua_tolstring(L, -1, &length).map { p in
+            String(decoding: UnsafeRawBufferPointer(start: p, count: min(length, maximumMessageBytes)), as: UTF8.self)
+                + (length > maximumMessageBytes ? "…" : "")
+        } ?? "(error object is not a string)"
         lifeline_pop(L, 1)
         return message
     }
 
-    static func formatBytes(_ n: Int) -> String {
-        if n % (1024 * 1024) == 0 { return "\(n / (1024 * 1024)) MiB" }
-        if n % 1024 == 0 { return "\(n / 1024) KiB" }
-        return "\(n) bytes"
-    }
 
     /// The plugin that owns `L` (any of its threads).
     static func from(_ L: OpaquePointer) -> LuaPlugin {

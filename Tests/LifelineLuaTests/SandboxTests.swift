@@ -12,10 +12,17 @@ import Testing
 
 @Test(arguments: [
     "io", "debug", "package", "dofile", "loadfile", "os.execute", "os.getenv", "os.remove", "os.exit",
-    "os.rename", "os.tmpname", "os.setlocale", "require('os').execute",
+    "os.rename", "os.tmpname", "os.setlocale",
 ])
 func sandbox_removedName_isNotAvailable(_ expression: String) throws {
     #expect(try marksOf("mark(type(\(expression)))") == ["nil"])
+}
+
+@Test(arguments: ["os", "string", "io", "debug"])
+func sandbox_require_resolvesNoStandardLibrary(_ name: String) throws {
+    // SPEC 6.3: require resolves `lifeline` and the plugin's own folder, nothing else.
+    #expect(try marksOf("local ok, err = pcall(require, '\(name)')\nmark(tostring(ok) .. ' ' .. tostring(err):match('not found') )")
+        == ["false not found"])
 }
 
 @Test func sandbox_io_isNotAvailable() throws {
