@@ -327,11 +327,13 @@ struct WatchdogTests {
         let unpreemptible = Shared(0)
         let dog = Watchdog { _ in unpreemptible.mutate { $0 += 1 } }
         defer { dog.shutdown() }
-        dog.arm(deadline: Monotonic.nanoseconds() + 30_000_000, target: target(preemptor))
+        // Half a second between arming and the deadline: a loaded machine cannot stall that long
+        // between two calls, so the disarm always comes first.
+        dog.arm(deadline: Monotonic.nanoseconds() + 500_000_000, target: target(preemptor))
         dog.disarm()
-        dog.arm(deadline: Monotonic.nanoseconds() + 30_000_000, target: target(nil))
+        dog.arm(deadline: Monotonic.nanoseconds() + 500_000_000, target: target(nil))
         dog.disarm()
-        Thread.sleep(forTimeInterval: 0.12)
+        Thread.sleep(forTimeInterval: 0.7)
         #expect(preemptor.count == 0)
         #expect(unpreemptible.value == 0)
     }
