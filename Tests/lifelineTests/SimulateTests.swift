@@ -1,6 +1,19 @@
 import Foundation
 import Testing
 
+/// Runs one bundled example plugin, alone, through one of its scenarios; expects exit 0.
+private func simulateExample(
+    _ plugin: String, _ scenario: String, extra: [String] = []
+) throws -> (CLI.Result, [String: Any]) {
+    let ws = try Workspace()
+    try ws.linkExample(plugin)
+    let r = try CLI.run(
+        ["simulate", "--plugins", ws.plugins, "--scenario",
+         CLI.packageRoot + "/plugins/\(plugin)/scenarios/\(scenario).scenario", "--report", "-"] + extra)
+    #expect(r.status == 0, "\(r.stderr)")
+    return (r, try parseReport(r.stdout))
+}
+
 /// `lifeline simulate` end to end: determinism, the bundled examples, the watchdog.
 @Suite struct SimulateTests {
     @Test func simulate_sameInputsTwice_giveByteIdenticalReports() throws {
@@ -18,14 +31,7 @@ import Testing
     }
 
     @Test func example_saveChanges_endsItsTaskOnSuccessAndFailure() throws {
-        let ws = try Workspace()
-        try ws.linkExample("save-changes")
-        let r = try CLI.run([
-            "simulate", "--plugins", ws.plugins, "--scenario",
-            CLI.packageRoot + "/plugins/save-changes/scenarios/save.scenario", "--report", "-",
-        ])
-        #expect(r.status == 0, "\(r.stderr)")
-        let report = try parseReport(r.stdout)
+        let (r, report) = try simulateExample("save-changes", "save")
         #expect(events(report, "taskBegan", plugin: "save-changes").count == 2)
         let ended = events(report, "taskEnded", plugin: "save-changes")
         #expect(ended.count == 2)
@@ -39,14 +45,7 @@ import Testing
     }
 
     @Test func example_downloads_expiresCleanlyThenDrains() throws {
-        let ws = try Workspace()
-        try ws.linkExample("downloads")
-        let r = try CLI.run([
-            "simulate", "--plugins", ws.plugins, "--scenario",
-            CLI.packageRoot + "/plugins/downloads/scenarios/drain.scenario", "--report", "-",
-        ])
-        #expect(r.status == 0, "\(r.stderr)")
-        let report = try parseReport(r.stdout)
+        let (r, report) = try simulateExample("downloads", "drain")
         // No task before the app enters the background.
         let began = events(report, "taskBegan", plugin: "downloads")
         #expect(began.map { $0["t"] as? Double } == [1, 45])
@@ -60,15 +59,7 @@ import Testing
     }
 
     @Test func example_cleanup_returnsAtOnceAndFinishesThroughItsTask() throws {
-        let ws = try Workspace()
-        try ws.linkExample("cleanup")
-        let r = try CLI.run([
-            "simulate", "--plugins", ws.plugins, "--scenario",
-            CLI.packageRoot + "/plugins/cleanup/scenarios/cleanup.scenario", "--report", "-",
-            "--background-limit", "2",
-        ])
-        #expect(r.status == 0, "\(r.stderr)")
-        let report = try parseReport(r.stdout)
+        let (r, report) = try simulateExample("cleanup", "cleanup", extra: ["--background-limit", "2"])
         let ended = events(report, "taskEnded", plugin: "cleanup")
         #expect(ended.count == 1)
         #expect(ended.first?["expired"] as? Bool == false)
