@@ -8,8 +8,8 @@ import Logging
 ///
 /// Each function is a `@convention(c)` Swift function called through the C trampoline. It returns
 /// its result count, or `LIFELINE_RAISE` with a message pushed: the trampoline raises it, so Swift
-/// never calls lua_error (SPEC 6.4). They only use Lua calls that cannot raise, and the memory cap
-/// is lifted while they run, so no error can longjmp through them.
+/// never raises a Lua error itself (SPEC 6.4). They only use Lua calls that cannot raise, and the
+/// memory cap is lifted while they run, so no error can longjmp through them.
 enum LuaModule {
     /// The longest task name the host keeps; a plugin cannot make the host hold more.
     static let maximumNameLength = 1024
