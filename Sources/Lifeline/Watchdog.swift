@@ -40,25 +40,20 @@ public struct WatchdogTarget: Sendable {
 public final class Watchdog: @unchecked Sendable {
     private let condition = MonotonicCondition()
     // Guarded by `condition`.
-    private var deadline: UInt64?
-    private var target: WatchdogTarget?
-    /// Whether the watchdog acted on the current arming.
-    private var fired = false
-    /// Whether the target was asked to stop and the deadline now running is the grace after it.
-    private var escalating = false
-    /// How long stopped code has to unwind before the watchdog treats it as unstoppable: Lua
-    /// code stuck inside one C call (a huge string.find) never reaches the hook.
-    private let stopGrace: UInt64
+    private var policy: WatchdogPolicy
     private var stopping = false
     private var thread: Thread?
-    /// Called on the watchdog's thread when a deadline passes with Swift code running (W3).
+    /// Called on the watchdog's thread when code overruns and cannot be stopped (W3).
     private let onUnpreemptible: @Sendable (WatchdogTarget) -> Void
 
-    /// - Parameter onUnpreemptible: what to do when Swift code overruns; called on the watchdog's
-    ///   thread while the main executor is still inside that code.
+    /// - Parameters:
+    ///   - stopGrace: real seconds that stopped code has to unwind before it counts as
+    ///     unstoppable (Lua stuck inside one C call never reaches the hook).
+    ///   - onUnpreemptible: what to do when code overruns and cannot be stopped; called on the
+    ///     watchdog's thread while the main executor is still inside that code.
     public init(stopGrace: Double = 1, onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }) {
         self.onUnpreemptible = onUnpreemptible
-        self.stopGrace = UInt64(max(0, stopGrace) * 1e9)
+        self.policy = WatchdogPolicy(stopGrace: UInt64(max(0, stopGrace) * 1e9))
         let t = Thread { [unowned self] in self.loop() }
         t.name = "lifeline-watchdog"
         thread = t
@@ -77,12 +72,7 @@ public final class Watchdog: @unchecked Sendable {
     /// Guards `target` until `deadline` (CLOCK_MONOTONIC nanoseconds).
     public func arm(deadline: UInt64, target: WatchdogTarget) {
         condition.withLock {
-            let wake = self.deadline.map { deadline < $0 } ?? true
-            self.deadline = deadline
-            self.target = target
-            fired = false
-            escalating = false
-            if wake { condition.signal() }
+            if policy.arm(deadline: deadline, target: target) { condition.signal() }
         }
     }
 
@@ -91,41 +81,21 @@ public final class Watchdog: @unchecked Sendable {
     /// - Returns: whether the deadline passed while the target was guarded (the watchdog acted).
     @discardableResult
     public func disarm() -> Bool {
-        // The deadline stays: re-arming with the same one (the next handler of the same event)
-        // then needs no wake-up, and the thread, waking at it, finds no target and does nothing.
-        condition.withLock {
-            target = nil
-            return fired
-        }
+        condition.withLock { policy.disarm() }
     }
 
     private func loop() {
         condition.lock()
         while !stopping {
-            guard let d = deadline else {
-                condition.wait(until: nil)
-                continue
-            }
-            if Monotonic.nanoseconds() < d {
-                condition.wait(until: d)
-                continue
-            }
-            // The deadline passed with the target still running.
-            let guarded = target
-            deadline = nil
-            if let guarded {
-                fired = true
-                if let p = guarded.preemptor, !escalating {
-                    p.preempt()
-                    // If the code has not unwound by the end of the grace, it cannot be stopped.
-                    escalating = true
-                    deadline = Monotonic.nanoseconds() &+ stopGrace
-                } else {
-                    target = nil
-                    condition.unlock()
-                    onUnpreemptible(guarded)
-                    condition.lock()
-                }
+            switch policy.next(now: Monotonic.nanoseconds()) {
+            case .wait(let until):
+                condition.wait(until: until)
+            case .preempt(let target):
+                target.preemptor?.preempt()
+            case .giveUp(let target):
+                condition.unlock()
+                onUnpreemptible(target)
+                condition.lock()
             }
         }
         thread = nil
