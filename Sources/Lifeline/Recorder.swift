@@ -58,16 +58,23 @@ public final class Recorder: Sendable {
     /// Mirrors `termination != nil`, so the host's check after every call takes no lock.
     private let terminated = Atomic<Bool>(false)
     private let observer: (@Sendable (TimelineEvent) -> Void)?
+    private let keepsTimeline: Bool
     public let profileName: String
 
-    /// - Parameter observer: sees each event as it is recorded (the live timeline of `run`).
-    public init(profileName: String, observer: (@Sendable (TimelineEvent) -> Void)? = nil) {
+    /// - Parameters:
+    ///   - observer: sees each event as it is recorded (the live timeline of `run`).
+    ///   - keepsTimeline: whether to keep the events for the report; a long `run` with no
+    ///     `--report` passes false, so its memory does not grow with every event.
+    public init(
+        profileName: String, keepsTimeline: Bool = true, observer: (@Sendable (TimelineEvent) -> Void)? = nil
+    ) {
         self.profileName = profileName
+        self.keepsTimeline = keepsTimeline
         self.observer = observer
     }
 
     public func record(_ event: TimelineEvent) {
-        state.withLock { $0.timeline.append(event) }
+        if keepsTimeline { state.withLock { $0.timeline.append(event) } }
         observer?(event)
     }
 

@@ -42,7 +42,9 @@ struct Run: ParsableCommand {
         let reportPath = report
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let descriptors = try loadDescriptors(plugins)
-            let recorder = Recorder(profileName: try profileOptions.resolved().name) { event in
+            let recorder = Recorder(
+                profileName: try profileOptions.resolved().name, keepsTimeline: reportPath != nil
+            ) { event in
                 FileHandle.standardError.write(Data((event.humanLine + "\n").utf8))
             }
             let clock = MonotonicClock()
