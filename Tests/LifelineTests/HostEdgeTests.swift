@@ -83,4 +83,13 @@ import Testing
         #expect(HostTime.seconds(.nan) == .distantFuture)
         #expect(HostTime.seconds(1.5).nanoseconds == 1_500_000_000)
     }
+
+    @Test func recorder_withoutTimeline_stillShowsEveryEventLive() {
+        let seen = Shared<[String]>([])
+        let recorder = Recorder(profileName: "ios13", keepsTimeline: false) { seen.append($0.event) }
+        recorder.record(TimelineEvent(time: .zero, event: "didFinishLaunching"))
+        recorder.record(TimelineEvent(time: .seconds(1), event: "suspended"))
+        #expect(seen.value == ["didFinishLaunching", "suspended"])
+        #expect(recorder.timeline.isEmpty)
+    }
 }
