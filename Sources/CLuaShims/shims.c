@@ -404,7 +404,8 @@ static int lifeline_setmetatable(lua_State *L) {
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_pushliteral(L, "__gc");
         if (lua_rawget(L, 2) != LUA_TNIL) {
-            return luaL_error(L, "__gc metamethods are not available to plugins (the watchdog cannot stop a finalizer)");
+            return luaL_error(L, "__gc metamethods are not available to plugins "
+                                 "(the watchdog cannot stop a finalizer)");
         }
         lua_pop(L, 1);
     }
@@ -443,7 +444,10 @@ static int lifeline_require(lua_State *L) {
         ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
              ch == '-' || ch == '.';
     }
-    if (!ok) return luaL_error(L, "module '%s' not found: require takes 'lifeline' or a module in the plugin's folder", name);
+    if (!ok) {
+        return luaL_error(L, "module '%s' not found: require takes 'lifeline' or a module in the plugin's folder",
+                          name);
+    }
     lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_PLUGIN_DIR);  // stack: name, loaded, dir
     luaL_gsub(L, name, ".", "/");                             // stack: name, loaded, dir, relpath
     const char *dir = lua_tostring(L, 3);

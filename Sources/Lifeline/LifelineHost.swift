@@ -217,7 +217,8 @@ public final class LifelineHost {
         for descriptor in descriptors {
             guard appRunning, !isStopped else { return }
             // Each plugin gets the launch limit to load, so one slow plugin fails alone.
-            if let message = load(descriptor, in: openWindow(limit: profile.launchLimit, handler: LifelineHost.loadHandler)) {
+            let window = openWindow(limit: profile.launchLimit, handler: LifelineHost.loadHandler)
+            if let message = load(descriptor, in: window) {
                 loadFailed(descriptor, message)
             } else {
                 recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "loaded")
@@ -233,7 +234,8 @@ public final class LifelineHost {
         } catch {
             return error.message
         }
-        let context = PluginContext(host: self, pluginName: descriptor.name, index: plugins.count, generation: generation)
+        let context = PluginContext(
+            host: self, pluginName: descriptor.name, index: plugins.count, generation: generation)
         plugins.append(LoadedPlugin(instance: instance, context: context))
         let index = plugins.count - 1
         let (outcome, fired) = callUnchecked(index, in: window) { instance.start(context) }
@@ -449,7 +451,8 @@ public final class LifelineHost {
     }
 
     private func watchdogFired(plugin: String, window: Window, traceback: String?) {
-        let target = WatchdogTarget(plugin: plugin, handler: window.handler, limit: window.limit, preemptor: nil, time: now)
+        let target = WatchdogTarget(
+            plugin: plugin, handler: window.handler, limit: window.limit, preemptor: nil, time: now)
         recorder.record(LifelineHost.watchdogEvent(target))
         terminate(LifelineHost.watchdogTermination(target, traceback: traceback))
     }
@@ -473,7 +476,8 @@ public final class LifelineHost {
 
     static func terminatedEvent(_ t: Termination) -> TimelineEvent {
         TimelineEvent(
-            time: t.time, event: "terminated", fields: [("kind", .string(t.kind.rawValue)), ("code", .string(t.kind.code))])
+            time: t.time, event: "terminated",
+            fields: [("kind", .string(t.kind.rawValue)), ("code", .string(t.kind.code))])
     }
 
     // MARK: - Background tasks (SPEC 4)
@@ -509,12 +513,14 @@ public final class LifelineHost {
         switch tasks.end(id: id) {
         case .ended(let task, let expired):
             expirationHandlers[id] = nil
-            record("taskEnded", ("plugin", .string(task.plugin)), ("task", .int(Int64(id))), ("expired", .bool(expired)))
+            record(
+                "taskEnded", ("plugin", .string(task.plugin)), ("task", .int(Int64(id))),
+                ("expired", .bool(expired)))
             return true
         case .unknown:
-            logger.warning(
-                "Can't end BackgroundTask: no background task exists with identifier \(id), or it may have already been ended.",
-                metadata: ["plugin": "\(context.pluginName)"])
+            let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
+                + "or it may have already been ended."
+            logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
             record("endUnknownTask", ("plugin", .string(context.pluginName)), ("task", .int(Int64(id))))
             return false
         }

@@ -100,12 +100,14 @@ public final class LuaPlugin: PluginInstance {
                     traceback: LuaPlugin.noTraceback)
             }
             return .raised(
-                message: "not enough memory: plugin '\(name)' reached its memory cap of \(PluginManifest.formatBytes(cap))",
+                message: "not enough memory: plugin '\(name)' reached its memory cap of "
+                    + PluginManifest.formatBytes(cap),
                 traceback: LuaPlugin.noTraceback)
         }
         // The message handler appended "\nstack traceback:\n..." to string errors.
         if let range = raw.range(of: "\nstack traceback:\n") {
-            return .raised(message: String(raw[..<range.lowerBound]), traceback: "stack traceback:\n" + raw[range.upperBound...])
+            return .raised(
+                message: String(raw[..<range.lowerBound]), traceback: "stack traceback:\n" + raw[range.upperBound...])
         }
         return .raised(message: raw, traceback: "")
     }

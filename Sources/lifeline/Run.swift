@@ -62,7 +62,8 @@ struct Run: ParsableCommand {
                         exitWithError(error)
                     }
                 })
-            let host = LifelineHost(configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
+            let host = LifelineHost(
+                configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
             let signals = SignalSteps(
                 clock: clock,
                 perform: { step in
@@ -76,7 +77,9 @@ struct Run: ParsableCommand {
                     // A second SIGINT ends the app at once, even while a handler is still running:
                     // no notification, nothing more runs.
                     FileHandle.standardError.write(Data("lifeline: killed\n".utf8))
-                    if let reportPath { try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
+                    if let reportPath {
+                        try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath)
+                    }
                     Foundation.exit(recorder.exitCode)
                 })
             executor.schedule(at: clock.now) { try? host.perform(.launch) }
