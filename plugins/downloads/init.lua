@@ -45,6 +45,7 @@ lifeline.on("didEnterBackground", function()
 end)
 
 lifeline.on("willEnterForeground", function()
-  -- In the foreground the work goes on without a task; no task is needed there.
+  -- Back in the foreground no task is needed: end it. The queue stops at its next step and
+  -- picks up again at the next background period.
   endTask()
 end)
