@@ -88,8 +88,6 @@ public final class LifelineHost {
     private var pendingTermination: Termination?
     /// Why a plugin could not be loaded, under the `.abort` policy.
     public private(set) var loadError: LifelineError?
-    /// An error of the host itself.
-    public private(set) var internalError: LifelineError?
     /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
     public private(set) var lastOverrunLateness: Double?
 
@@ -164,11 +162,9 @@ public final class LifelineHost {
     /// The app's state, as the lifecycle state machine has it.
     public var state: AppState { lifecycle.state }
     /// Whether the host has stopped for good: the app was terminated by a rule, or could not load.
-    public var isStopped: Bool { recorder.isTerminated || loadError != nil || internalError != nil }
+    public var isStopped: Bool { recorder.isTerminated || loadError != nil }
     /// The active tasks, in the order they began.
     public var activeTasks: [TaskRegistry.Task] { tasks.active }
-    /// The names of the plugins loaded in this launch, in load order.
-    public var loadedPluginNames: [String] { plugins.map(\.context.pluginName) }
 
     var backgroundTimeRemaining: Double { tasks.remaining(at: now) ?? .greatestFiniteMagnitude }
 

@@ -82,21 +82,14 @@ public final class MainExecutor {
     /// next job lies past `limit`. `afterJob` runs after every job.
     public func run(until limit: HostTime? = nil, shouldStop: () -> Bool, afterJob: () -> Void = {}) {
         while !shouldStop() {
-            guard let next = peekRunnable() else {
-                // Nothing queued: only outside work can come (run mode), or we are done.
-                guard let posted = clock.wait(until: limit) else { return }
-                if posted.isEmpty, let limit, clock.now >= limit { return }
-                for work in posted { schedule(at: clock.now, work) }
-                continue
-            }
-            if let limit, next.time > limit {
-                guard let posted = clock.wait(until: limit) else { return }
-                if posted.isEmpty { return }
-                for work in posted { schedule(at: clock.now, work) }
-                continue
-            }
-            if next.time > clock.now {
-                guard let posted = clock.wait(until: next.time) else { return }
+            // The next job's time, unless it lies past the limit.
+            var due = peekRunnable()?.time
+            if let d = due, let limit, d > limit { due = nil }
+            if due == nil || due! > clock.now {
+                // Wait for the job, the limit, or outside work (run mode), whichever comes first.
+                // A virtual clock with nothing to wait for says so: we are done.
+                guard let posted = clock.wait(until: due ?? limit) else { return }
+                if posted.isEmpty, due == nil, let limit, clock.now >= limit { return }
                 for work in posted { schedule(at: clock.now, work) }
                 continue
             }
