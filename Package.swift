@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "Lifeline", targets: ["Lifeline"]),
         .library(name: "LifelineLua", targets: ["LifelineLua"]),
+        .library(name: "LifelineHTTP", targets: ["LifelineHTTP"]),
         // The C shims, for benchmarks that measure bare Lua beside the host.
         .library(name: "CLuaShims", targets: ["CLuaShims"]),
         .executable(name: "lifeline", targets: ["lifeline"]),
@@ -13,6 +14,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Lua 5.4 from the system: apt-get install liblua5.4-dev
@@ -21,8 +24,14 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"])]
         ),
+        // lua-cjson from the system: apt-get install lua-cjson-dev (the lifeline.json codec).
+        .systemLibrary(
+            name: "CLuaCJSON",
+            pkgConfig: "lua5.4-cjson",
+            providers: [.apt(["lua-cjson-dev"])]
+        ),
         // Lua's macros as functions, the sandbox's C parts, and the trampolines that raise and yield.
-        .target(name: "CLuaShims", dependencies: ["CLua"]),
+        .target(name: "CLuaShims", dependencies: ["CLua", "CLuaCJSON"]),
         // The core: lifecycle, bus, tasks, budgets, watchdog, clock, scenario, report. No Lua.
         .target(
             name: "Lifeline",
@@ -30,6 +39,11 @@ let package = Package(
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.
         .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua"]),
+        // The real HTTP transport for `lifeline run`: async-http-client behind the core's interface.
+        .target(
+            name: "LifelineHTTP",
+            dependencies: ["Lifeline", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
         // Swift plugins compiled into the host.
         .target(
             name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift", exclude: ["scenarios"]),
@@ -37,7 +51,7 @@ let package = Package(
         .executableTarget(
             name: "lifeline",
             dependencies: [
-                "Lifeline", "LifelineLua", "HeartbeatPlugin",
+                "Lifeline", "LifelineLua", "LifelineHTTP", "HeartbeatPlugin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -45,6 +59,15 @@ let package = Package(
         .testTarget(name: "LifelineTests", dependencies: ["Lifeline"]),
         .testTarget(name: "LifelineLuaTests", dependencies: ["LifelineLua", "Lifeline", "CLuaShims", "CLua"]),
         .testTarget(name: "lifelineTests", dependencies: ["Lifeline"]),
+        .testTarget(
+            name: "LifelineHTTPTests",
+            dependencies: [
+                "LifelineHTTP", "Lifeline",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

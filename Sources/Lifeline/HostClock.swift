@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// The clock the main executor runs on: virtual in `lifeline simulate`, monotonic in `lifeline run`.
 ///
@@ -11,18 +12,35 @@ public protocol HostClock: AnyObject, Sendable {
     /// Waits until `deadline` (nil: no deadline) or until work is posted from outside.
     /// Returns the posted work, or nil when nothing can ever arrive (a virtual clock with no deadline).
     func wait(until deadline: HostTime?) -> [@Sendable () -> Void]?
+    /// Hands work to the main executor from any thread: `wait` returns it.
+    func post(_ work: @escaping @Sendable () -> Void)
 }
 
 /// Virtual time: waiting jumps straight to the deadline, so a 10-minute scenario takes milliseconds.
+///
+/// Work posted to it runs at the virtual time it was posted at: `wait` hands it back before it
+/// moves the clock. Posting from other threads makes a run depend on their timing; in simulate
+/// everything that posts (the scripted network, Swift tasks resumed by the host) does so from the
+/// main executor, so runs stay deterministic.
 public final class VirtualClock: HostClock, @unchecked Sendable {
-    // Threading: main executor only.
+    // Threading: main executor only, but for `inbox`.
     private var current = HostTime.zero
+    private let inbox = Mutex<[@Sendable () -> Void]>([])
 
     public init() {}
 
     public var now: HostTime { current }
 
+    public func post(_ work: @escaping @Sendable () -> Void) {
+        inbox.withLock { $0.append(work) }
+    }
+
     public func wait(until deadline: HostTime?) -> [@Sendable () -> Void]? {
+        let posted = inbox.withLock { inbox in
+            defer { inbox.removeAll() }
+            return inbox
+        }
+        if !posted.isEmpty { return posted }
         guard let deadline else { return nil }
         if deadline > current { current = deadline }
         return []

@@ -27,6 +27,8 @@ public struct HostConfiguration: Sendable {
     /// or Lua code still running a grace after it was asked to stop. The main executor is still
     /// inside that code. The CLI writes the report there and exits.
     public var onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)?
+    /// Where plugins' HTTP requests go: the scripted network in simulate, a real client in run.
+    public var transport: any HTTPTransport = NoNetworkTransport()
 
     public init(
         profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,
@@ -90,10 +92,27 @@ public final class LifelineHost {
     public private(set) var loadError: LifelineError?
     /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
     public private(set) var lastOverrunLateness: Double?
+    /// Plugins' HTTP requests.
+    private var network: NetworkSession!
+    /// What plugins wait on (sleeps, requests), by id: each is finished exactly once, by its
+    /// result, by `cancelWait`, or by the app's end.
+    private var waits: [Int: Wait] = [:]
+    private var nextWaitID = 1
+    /// Runs Swift plugins' async code on the main executor.
+    public let taskExecutor: HostTaskExecutor
+
+    private struct Wait {
+        var plugin: Int
+        /// Stops the work; the completion is not called.
+        var cancel: (HTTPFailure.Kind?) -> Void
+        /// Stops the work and calls the completion with a cancellation (the app ended).
+        var abandon: () -> Void
+    }
 
     private struct LoadedPlugin {
         var instance: any PluginInstance
         var context: PluginContext
+        var network: NetworkPermissions
     }
 
     private final class Subscription {
@@ -130,6 +149,7 @@ public final class LifelineHost {
         let recorder = recorder ?? Recorder(profileName: configuration.profile.name)
         self.recorder = recorder
         self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
+        self.taskExecutor = HostTaskExecutor(clock: executor.clock)
         let fatal = configuration.onUnpreemptibleOverrun
         self.watchdog = Watchdog(stopGrace: configuration.stopGrace) { target in
             if target.handler == LifelineHost.loadHandler {
@@ -142,6 +162,9 @@ public final class LifelineHost {
             recorder.record(LifelineHost.terminatedEvent(termination))
             recorder.noteTermination(termination)
             fatal?(.terminated(termination, recorder))
+        }
+        network = NetworkSession(transport: configuration.transport, executor: executor) {
+            [unowned self] event, fields in record(event, fields)
         }
         executor.appJobsAllowed = { [unowned self] generation in
             guard generation == self.generation, self.appRunning else { return .drop }
@@ -232,7 +255,7 @@ public final class LifelineHost {
         }
         let context = PluginContext(
             host: self, pluginName: descriptor.name, index: plugins.count, generation: generation)
-        plugins.append(LoadedPlugin(instance: instance, context: context))
+        plugins.append(LoadedPlugin(instance: instance, context: context, network: descriptor.network))
         let index = plugins.count - 1
         let (outcome, fired) = callUnchecked(index, in: window) { instance.start(context) }
         switch settle(outcome, fired: fired) {
@@ -307,6 +330,7 @@ public final class LifelineHost {
             expirationHandlers[task.id] = nil
         }
         plugins[index].instance.close()
+        abandonWaits { $0.plugin == index }
         // Keep the slot so indexes stay valid; a closed instance is never called again.
     }
 
@@ -323,6 +347,17 @@ public final class LifelineHost {
         subscriptionsByID.removeAll()
         for p in plugins { p.instance.close() }
         plugins.removeAll()
+        // After the plugins closed: a Lua completion then finds its state gone and does nothing,
+        // while a Swift continuation is resumed with a cancellation, so no task is left hanging.
+        abandonWaits { _ in true }
+    }
+
+    private func abandonWaits(where belongs: (Wait) -> Bool) {
+        for id in waits.keys.sorted() {
+            guard let wait = waits[id], belongs(wait) else { continue }
+            waits[id] = nil
+            wait.abandon()
+        }
     }
 
     private func terminate(_ termination: Termination) {
@@ -600,6 +635,79 @@ public final class LifelineHost {
 
     func cancelTimer(_ id: Int) {
         if let timer = timers.removeValue(forKey: id) { executor.cancel(timer.job) }
+    }
+
+    // MARK: - Waits (issue 3)
+
+    /// Calls `completion(true)` after `seconds` on the host's clock (as an app job: held while the
+    /// app is suspended), or `completion(false)` if the app ends first.
+    func sleep(_ context: PluginContext, seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
+        let id = nextWaitID
+        nextWaitID += 1
+        let delay = max(LifelineHost.timerResolution, seconds.isNaN ? 0 : seconds)
+        let job = executor.schedule(at: now.adding(seconds: delay), owner: .app(generation: generation)) {
+            [unowned self] in
+            guard waits.removeValue(forKey: id) != nil else { return }
+            completion(true)
+        }
+        waits[id] = Wait(
+            plugin: context.index, cancel: { [unowned self] _ in executor.cancel(job) },
+            abandon: { [unowned self] in
+                executor.cancel(job)
+                completion(false)
+            })
+        return id
+    }
+
+    /// Starts an HTTP request for a plugin, under its network permissions.
+    func http(
+        _ context: PluginContext, _ request: HTTPRequest,
+        completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
+    ) -> Int {
+        let id = nextWaitID
+        nextWaitID += 1
+        let permissions = plugins[context.index].network
+        let exchange = network.start(plugin: context.pluginName, permissions: permissions, request: request) {
+            [unowned self] result in
+            guard waits.removeValue(forKey: id) != nil else { return }
+            completion(result)
+        }
+        waits[id] = Wait(
+            plugin: context.index, cancel: { [unowned self] kind in network.cancel(exchange, recording: kind) },
+            abandon: { [unowned self] in
+                network.cancel(exchange)
+                completion(.failure(HTTPFailure(.cancelled, "the app ended")))
+            })
+        return id
+    }
+
+    /// Stops a wait; its completion is not called. `kind` is what the report records for a request.
+    func cancelWait(_ id: Int, recording kind: HTTPFailure.Kind?) {
+        waits.removeValue(forKey: id)?.cancel(kind)
+    }
+
+    /// Waits under way, for tests: none may be left once the work is done.
+    public var pendingWaits: Int { waits.count }
+
+    /// Runs plugin code on the next turn, under a watchdog window.
+    func enqueue(
+        _ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback
+    ) {
+        let index = context.index
+        executor.schedule(at: now, owner: .app(generation: generation)) { [unowned self] in
+            let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
+            call(index, in: openWindow(limit: seconds, handler: handler), callback)
+        }
+    }
+
+    /// Records a plugin error that the plugin's code raised outside a call the host made (in a
+    /// coroutine the host resumed, for instance).
+    func reportError(_ context: PluginContext, message: String, traceback: String, handler: String) {
+        recorder.notePluginError()
+        record(
+            "pluginError", ("plugin", .string(context.pluginName)), ("message", .string(message)),
+            ("traceback", .string(traceback)))
+        logger.error("plugin '\(context.pluginName)' raised an error in \(handler): \(message)")
     }
 
     // MARK: - Recording

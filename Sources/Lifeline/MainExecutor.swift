@@ -59,6 +59,9 @@ public final class MainExecutor {
         return JobID(seq: job.seq)
     }
 
+    /// Hands work to the executor from any thread: it runs as a host job at the time it arrives.
+    public func post(_ work: @escaping @Sendable () -> Void) { clock.post(work) }
+
     /// Cancels a job that has not run yet; harmless otherwise.
     public func cancel(_ id: JobID) {
         if pending.remove(id.seq) != nil { cancelled.insert(id.seq) }

@@ -41,14 +41,25 @@ public protocol PluginInstance: AnyObject {
 public struct PluginDescriptor: Sendable {
     public var name: String
     public var kind: PluginKind
+    /// The hosts the plugin may reach (plugin.toml's `[permissions] network`).
+    public var network: NetworkPermissions = .none
     /// Makes a new instance, or says why the plugin cannot be loaded (file:line where known).
     public var make: @Sendable () throws(LifelineError) -> any PluginInstance
 
     public init(
-        name: String, kind: PluginKind, make: @escaping @Sendable () throws(LifelineError) -> any PluginInstance
+        name: String, kind: PluginKind, network: NetworkPermissions = .none, make: @escaping @Sendable () throws(LifelineError) -> any PluginInstance
     ) {
         self.name = name
         self.kind = kind
+        self.network = network
         self.make = make
     }
+}
+
+/// Which watchdog limit plugin code runs under (SPEC 4.3).
+public enum WatchdogLimit: Sendable {
+    /// "Other transitions": timers, coroutine resumes.
+    case transition
+    /// "Each expiration handler": code that runs because its task expired.
+    case expirationHandler
 }

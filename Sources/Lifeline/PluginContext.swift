@@ -4,7 +4,10 @@ import Logging
 /// reach it through the bridge; Swift plugins call it directly.
 ///
 /// Threading: main executor only. Calls made after the app ended do nothing.
-public final class PluginContext {
+///
+/// It is `@unchecked Sendable` so that a Swift plugin's async code (`task`) can carry it; it is
+/// still main-executor only, which `HostTaskExecutor` ensures for code that runs in `task`.
+public final class PluginContext: @unchecked Sendable {
     unowned let host: LifelineHost
     /// The plugin's name.
     public let pluginName: String
@@ -74,4 +77,45 @@ public final class PluginContext {
 
     /// Cancels a timer; harmless if it fired or was cancelled already.
     public func cancelTimer(_ id: Int) { if isCurrent { host.cancelTimer(id) } }
+
+    // MARK: - Waiting (issue 3): the forms the bridge builds on; Swift code uses the async API.
+
+    /// Calls `completion(true)` after `seconds` on the host's clock, or `completion(false)` if the
+    /// app ends first. Returns an id for `cancelWait` (0 if the app is not running).
+    public func sleep(_ seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
+        guard isCurrent else { return 0 }
+        return host.sleep(self, seconds: seconds, completion: completion)
+    }
+
+    /// Starts an HTTP request under the plugin's network permissions; `completion` is called once,
+    /// on a later turn, with the response or why it failed (`cancelled` if the app ends first).
+    /// Returns an id for `cancelWait` (0 if the app is not running: `completion` is not called).
+    public func http(
+        _ request: HTTPRequest, completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
+    ) -> Int {
+        guard isCurrent else { return 0 }
+        return host.http(self, request, completion: completion)
+    }
+
+    /// Stops a wait: its completion is not called. For a request, `recording` is the outcome the
+    /// report shows (`expired`, `cancelled`). Harmless if the wait is over.
+    public func cancelWait(_ id: Int, recording kind: HTTPFailure.Kind? = nil) {
+        host.cancelWait(id, recording: kind)
+    }
+
+    /// Runs `callback` on the next turn of the main executor, under the watchdog (the bridge
+    /// resumes coroutines this way). Dropped if the app has ended by then.
+    public func enqueue(handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
+        guard isCurrent else { return }
+        host.enqueue(self, handler: handler, limit: limit, callback)
+    }
+
+    /// Records a `pluginError` for an error the host did not catch itself (in a coroutine it resumed).
+    public func reportError(message: String, traceback: String, handler: String) {
+        guard isCurrent else { return }
+        host.reportError(self, message: message, traceback: traceback, handler: handler)
+    }
+
+    /// The profile's limits, for the bridge's timing rules.
+    public var profile: Profile { host.profile }
 }
