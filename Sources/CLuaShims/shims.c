@@ -133,6 +133,18 @@ void lifeline_preempt_clear(LifelineControl *c) {
 
 // ---------------------------------------------------------------- trampoline and errors
 
+// Where a waiting call continues when the host resumes its coroutine. The stack holds the call's
+// arguments (ctx of them), then what the host passed: true and the results, or false and an error.
+static int lifeline_wait_k(lua_State *L, int status, lua_KContext ctx) {
+    (void)status;
+    int base = (int)ctx;
+    if (!lua_toboolean(L, base + 1)) {
+        lua_settop(L, base + 2);
+        return lua_error(L);
+    }
+    return lua_gettop(L) - (base + 1);
+}
+
 static int lifeline_trampoline(lua_State *L) {
     lifeline_bridged fn = (lifeline_bridged)lua_touserdata(L, lua_upvalueindex(1));
     LifelineControl *c = lifeline_control_of(L);
@@ -145,12 +157,19 @@ static int lifeline_trampoline(lua_State *L) {
     // No cap check here: the call's effects (a task begun, a timer set) have happened, and an
     // error now would lose the id that undoes them. The next allocation Lua makes is checked.
     if (n == LIFELINE_RAISE) return lua_error(L);  // the message is on top
+    if (n == LIFELINE_YIELD) return lua_yieldk(L, 0, (lua_KContext)lua_gettop(L), lifeline_wait_k);
     return n;
 }
 
 void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
     lua_pushlightuserdata(L, (void *)fn);       // stack: ..., fn
     lua_pushcclosure(L, lifeline_trampoline, 1);  // stack: ..., closure
+}
+
+void lifeline_push_where_message(lua_State *L, const char *msg) {
+    luaL_where(L, 1);          // stack: ..., where
+    lua_pushstring(L, msg);    // stack: ..., where, msg
+    lua_concat(L, 2);          // stack: ..., full
 }
 
 void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg) {
@@ -186,6 +205,62 @@ int lifeline_pcall(lua_State *L, int nargs, int nresults) {
 }
 
 // ---------------------------------------------------------------- coroutines that the watchdog can reach
+
+void lifeline_bridge_enter(lua_State *L) { lifeline_control_of(L)->in_bridge++; }
+void lifeline_bridge_leave(lua_State *L) { lifeline_control_of(L)->in_bridge--; }
+
+int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
+    LifelineControl *c = lifeline_control_of(L);
+    c->deep_oom = 0;
+    int nres = 0;
+    lua_State *prev = atomic_exchange(&c->current, co);
+    // The watchdog may have read `current` just before the exchange and armed only `prev`.
+    if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
+    int status = lua_resume(co, L, nargs, &nres);
+    atomic_store(&c->current, prev);
+    if (status == LUA_OK || status == LUA_YIELD) {
+        lua_pop(co, nres);
+    } else {
+        c->in_bridge++;
+        lua_xmove(co, L, 1);
+        c->in_bridge--;
+    }
+    return status;
+}
+
+int lifeline_close_thread(lua_State *L, lua_State *co) {
+    LifelineControl *c = lifeline_control_of(L);
+    lua_State *prev = atomic_exchange(&c->current, co);
+    if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
+#if LUA_VERSION_RELEASE_NUM >= 50406
+    int status = lua_closethread(co, L);
+#else
+    int status = lua_resetthread(co);
+#endif
+    atomic_store(&c->current, prev);
+    if (status != LUA_OK) {
+        c->in_bridge++;
+        lua_xmove(co, L, 1);
+        c->in_bridge--;
+    }
+    return status;
+}
+
+void lifeline_traceback_of(lua_State *L, lua_State *co) {
+    LifelineControl *c = lifeline_control_of(L);
+    c->in_bridge++;
+    const char *msg = lua_tostring(L, -1);
+    if (msg == NULL) {
+        if (!(luaL_callmeta(L, -1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)) {
+            lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, -1));
+        }
+        lua_remove(L, -2);  // stack: ..., message
+        msg = lua_tostring(L, -1);
+    }
+    luaL_traceback(L, co, msg, 0);  // stack: ..., message, full
+    lua_remove(L, -2);
+    c->in_bridge--;
+}
 
 // Resumes `co` while recording it as the running thread, so a preemption reaches code inside it.
 static int lifeline_auxresume(lua_State *L, lua_State *co, int narg) {
@@ -633,6 +708,95 @@ int lifeline_ref_function(lua_State *L, int idx) {
     return luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
+// ---------------------------------------------------------------- task handles and error values
+
+#define LIFELINE_TASK "lifeline.task"
+#define LIFELINE_ERROR "lifeline.error"
+
+// task.id, and the methods (upvalue 1).
+static int lifeline_task_index(lua_State *L) {
+    LifelineTaskHandle *h = (LifelineTaskHandle *)luaL_checkudata(L, 1, LIFELINE_TASK);
+    const char *key = lua_tostring(L, 2);
+    if (key != NULL && strcmp(key, "id") == 0) {
+        lua_pushinteger(L, h->id);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id) {
+    LifelineTaskHandle *h = (LifelineTaskHandle *)lua_newuserdatauv(L, sizeof(LifelineTaskHandle), 1);
+    h->id = id;
+    h->outcome = 0;
+    luaL_setmetatable(L, LIFELINE_TASK);
+    return h;
+}
+
+LifelineTaskHandle *lifeline_to_task(lua_State *L, int idx) {
+    return (LifelineTaskHandle *)luaL_testudata(L, idx, LIFELINE_TASK);
+}
+
+static int lifeline_error_tostring(lua_State *L) {
+    lua_getfield(L, 1, "message");
+    return 1;
+}
+
+void lifeline_push_error(lua_State *L, const char *kind, const char *message) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, kind);
+    lua_setfield(L, -2, "kind");
+    lua_pushstring(L, message);
+    lua_setfield(L, -2, "message");
+    if (strcmp(kind, "expired") == 0 || strcmp(kind, "cancelled") == 0) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, kind);
+    }
+    luaL_setmetatable(L, LIFELINE_ERROR);
+}
+
+int lifeline_is_interruption(lua_State *L, int idx) {
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return 0;  // stack: ..., mt
+    luaL_getmetatable(L, LIFELINE_ERROR);                                    // stack: ..., mt, ours
+    int ok = 0;
+    if (lua_rawequal(L, -1, -2)) {
+        lua_pushliteral(L, "kind");
+        lua_rawget(L, idx);                                                  // stack: ..., mt, ours, kind
+        const char *kind = lua_tostring(L, -1);
+        ok = kind != NULL && (strcmp(kind, "expired") == 0 || strcmp(kind, "cancelled") == 0);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    return ok;
+}
+
+// Builds lifeline.json from lua-cjson's safe variant (errors come back as nil, message), with
+// nesting capped. Only encode, decode and null are exposed: the configuration functions would
+// let a plugin lift the caps.
+#define LIFELINE_JSON_DEPTH 128
+
+int luaopen_cjson_safe(lua_State *L);  // lua-cjson (Debian's header names only luaopen_cjson)
+
+static void lifeline_open_json(lua_State *L) {
+    luaopen_cjson_safe(L);  // stack: lifeline, cjson
+    static const char *const limits[] = {"decode_max_depth", "encode_max_depth", NULL};
+    for (int i = 0; limits[i]; i++) {
+        lua_getfield(L, -1, limits[i]);
+        lua_pushinteger(L, LIFELINE_JSON_DEPTH);
+        lua_call(L, 1, 0);
+    }
+    lua_createtable(L, 0, 3);  // stack: lifeline, cjson, json
+    static const char *const exposed[] = {"encode", "decode", "null", NULL};
+    for (int i = 0; exposed[i]; i++) {
+        lua_getfield(L, -2, exposed[i]);
+        lua_setfield(L, -2, exposed[i]);
+    }
+    lua_setfield(L, -3, "json");  // stack: lifeline, cjson
+    lua_pop(L, 1);                // stack: lifeline
+}
+
 // ---------------------------------------------------------------- the lifeline module
 
 #define LIFELINE_HANDLE "lifeline.handle"
@@ -732,6 +896,37 @@ static int lifeline_open_module_thunk(lua_State *L) {
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "__metatable");
     lua_pop(L, 1);                          // stack: lifeline
+    // Task handles: `id` and the methods, through __index.
+    luaL_newmetatable(L, LIFELINE_TASK);    // stack: lifeline, mt
+    lua_newtable(L);                        // stack: lifeline, mt, methods
+    for (const LifelineReg *r = spec->task_methods; r->name; r++) {
+        lifeline_pushbridged(L, r->fn);
+        lua_setfield(L, -2, r->name);
+    }
+    lua_pushcclosure(L, lifeline_task_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushliteral(L, LIFELINE_TASK);
+    lua_setfield(L, -2, "__name");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);                          // stack: lifeline
+    // Error values of waits and requests.
+    luaL_newmetatable(L, LIFELINE_ERROR);   // stack: lifeline, mt
+    lua_pushcfunction(L, lifeline_error_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushliteral(L, LIFELINE_ERROR);
+    lua_setfield(L, -2, "__name");
+    lua_pop(L, 1);                          // stack: lifeline
+    lua_newtable(L);                        // stack: lifeline, http
+    for (const LifelineReg *r = spec->http; r->name; r++) {
+        lifeline_pushbridged(L, r->fn);
+        lua_setfield(L, -2, r->name);
+    }
+    lua_setfield(L, -2, "http");            // stack: lifeline
+    lifeline_open_json(L);
+    lifeline_pushbridged(L, spec->config);  // stack: lifeline, config()
+    lua_call(L, 0, 1);                      // stack: lifeline, config
+    lua_setfield(L, -2, "config");          // stack: lifeline
     lifeline_wrap_os(L, "time", lifeline_os_time, spec->epoch_now);
     lifeline_wrap_os(L, "date", lifeline_os_date, spec->epoch_now);
     lua_getglobal(L, LUA_OSLIBNAME);        // stack: lifeline, os

@@ -6,7 +6,7 @@ public struct PluginManifest: Equatable, Sendable {
     public var description: String?
     /// Per-plugin memory cap in bytes, from [limits] memory; nil means the host default.
     public var memoryLimit: Int?
-    /// [permissions] network: host:port patterns (used by a later feature; parse and keep them).
+    /// [permissions] network: the HOST:PORT patterns of `NetworkPermissions`, checked when parsed.
     public var networkPermissions: [String]
     /// The free-form [config] table.
     public var config: TOMLTable
@@ -45,6 +45,11 @@ public struct PluginManifest: Equatable, Sendable {
                         throw reader.unknown(key, value, in: "permissions", line, valid: "network")
                     }
                     manifest.networkPermissions = try reader.strings(value, "[permissions] network", line)
+                    do {
+                        _ = try NetworkPermissions(manifest.networkPermissions)
+                    } catch {
+                        throw reader.fail(line, error.message)
+                    }
                 }
             case "limits":
                 for (key, value, line) in try reader.table(value, "limits", line).entries {

@@ -17,6 +17,9 @@ public enum Simulation {
         configuration.loadFailurePolicy = .abort
         configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch
         let executor = MainExecutor(clock: VirtualClock())
+        // simulate never touches the real network: the scenario's http lines script it.
+        configuration.transport = ScriptedNetwork(
+            rules: scenario.network, executor: executor, fileName: scenario.fileName)
         let host = LifelineHost(configuration: configuration, plugins: plugins, executor: executor)
         defer { host.shutdown() }
         var transitionError: Lifecycle.TransitionError?

@@ -28,6 +28,8 @@ enum LuaModule {
             ("state", state),
             ("now", now),
             ("after", after),
+            ("background", background),
+            ("sleep", sleep),
         ]
         let regs = UnsafeMutablePointer<LifelineReg>.allocate(capacity: functions.count + 1)
         for (i, (name, fn)) in functions.enumerated() {
@@ -35,8 +37,20 @@ enum LuaModule {
         }
         regs[functions.count] = LifelineReg(name: nil, fn: nil)
         return LifelineModuleSpec(
-            functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now)
+            functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now,
+            config: pushConfig, http: registrations([("request", httpRequest)]),
+            task_methods: registrations([("cancel", taskCancel), ("done", taskDone), ("wait", taskWait)]))
     }()
+
+    /// A C array of registrations, ended by {NULL, NULL}; never freed (it lives as long as the process).
+    private static func registrations(_ functions: [(String, lifeline_bridged)]) -> UnsafePointer<LifelineReg> {
+        let regs = UnsafeMutablePointer<LifelineReg>.allocate(capacity: functions.count + 1)
+        for (i, (name, fn)) in functions.enumerated() {
+            regs[i] = LifelineReg(name: strdup(name), fn: fn)
+        }
+        regs[functions.count] = LifelineReg(name: nil, fn: nil)
+        return UnsafePointer(regs)
+    }
 
     // MARK: - Helpers
 
@@ -194,6 +208,289 @@ enum LuaModule {
         default: break
         }
         return 0
+    }
+
+    // MARK: - Async work (issue 3)
+
+    /// lifeline.background([name], fn, ...) -> task
+    static let background: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.background"
+        var name: String?
+        switch lua_type(L, 1) {
+        case LUA_TSTRING: name = String(string(L, 1).prefix(maximumNameLength))
+        case LUA_TNIL: break
+        default: return typeError(L, 1, fname, "string")
+        }
+        guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
+        guard let (plugin, context) = context(L) else { return 0 }
+        let top = lua_gettop(L)
+        final class Box { weak var work: LuaBackgroundWork? }
+        let box = Box()
+        let id = context.beginBackgroundTask(name: name) {
+            box.work?.interrupt(.expired)
+            return .returned
+        }
+        guard id != 0 else {
+            // The app is not running, or the task limit was passed (the caller is being stopped).
+            lifeline_push_task(L, 0)
+            return 1
+        }
+        guard let co = lua_newthread(L), lua_checkstack(co, top + 2) != 0 else {
+            lua_pushstring(L, "lifeline.background: cannot create a coroutine")
+            return LIFELINE_RAISE
+        }
+        let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
+        lifeline_push_task(L, lua_Integer(id))                   // stack: args..., handle
+        lua_pushvalue(L, -1)
+        let handleRef = luaL_ref(L, lifeline_registryindex())
+        lua_pushvalue(L, 2)  // fn
+        lua_xmove(L, co, 1)
+        lua_pushvalue(L, -1)  // the handle: fn's first argument
+        lua_xmove(L, co, 1)
+        if top >= 3 {
+            for i in 3...top {
+                lua_pushvalue(L, i)
+                lua_xmove(L, co, 1)
+            }
+        }
+        let work = LuaBackgroundWork(
+            id: id, name: name, plugin: plugin, context: context, thread: co, threadRef: threadRef,
+            handleRef: handleRef, arguments: 1 + max(0, top - 2))
+        box.work = work
+        plugin.remember(work)
+        work.start()
+        return 1
+    }
+
+    /// The work whose coroutine makes a waiting call; or pushes why it cannot wait and returns nil.
+    private static func waitingWork(_ L: OpaquePointer, _ fname: String) -> LuaBackgroundWork? {
+        guard let work = LuaPlugin.from(L).work(thread: L) else {
+            lifeline_push_where_message(
+                L,
+                "\(fname) waits, so it must be called from inside a function that lifeline.background runs "
+                    + "(not from a handler, a timer, the main chunk or a coroutine of your own); "
+                    + "wrap the work in lifeline.background(name, fn)")
+            return nil
+        }
+        guard lua_isyieldable(L) != 0 else {
+            lifeline_push_where_message(
+                L, "\(fname) cannot wait here: it was called inside a C function that cannot yield "
+                    + "(such as table.sort or a metamethod called from C)")
+            return nil
+        }
+        if work.takePendingInterruption() != nil {
+            _ = LuaBackgroundWork.raising(work.interruption!.kind, work.interruptionMessage)(L)
+            lua_rotate(L, -2, -1)  // stack: ..., false, err -> ..., err, false
+            lifeline_pop(L, 1)     // stack: ..., err
+            return nil
+        }
+        return work
+    }
+
+    /// lifeline.sleep(seconds): waits on the host's clock.
+    static let sleep: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.sleep"
+        guard lua_type(L, 1) == LUA_TNUMBER else { return typeError(L, 1, fname, "number") }
+        let seconds = lua_tonumberx(L, 1, nil)
+        guard seconds.isFinite, seconds >= 0 else {
+            return argError(L, 1, fname, "seconds must be a finite number >= 0")
+        }
+        guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
+        guard let (_, context) = context(L) else { return 0 }
+        let waitID = context.sleep(seconds) { [weak work] slept in
+            if slept { work?.deliver(LuaBackgroundWork.results { _ in 0 }) }
+        }
+        guard waitID != 0 else { return 0 }
+        work.waiting(on: waitID)
+        return LIFELINE_YIELD
+    }
+
+    /// lifeline.http.request{method, url, headers, body, timeout} -> response | nil, err
+    static let httpRequest: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.http.request"
+        guard lua_type(L, 1) == LUA_TTABLE else { return typeError(L, 1, fname, "table") }
+        // Raw reads only: a metamethod could raise through this Swift frame.
+        func field(_ key: String) -> Int32 {
+            lua_pushstring(L, key)
+            return lua_rawget(L, 1)
+        }
+        guard field("url") == LUA_TSTRING, HTTPURL(string(L, -1)) != nil else {
+            return argError(L, 1, fname, "field 'url' must be an absolute http:// or https:// URL")
+        }
+        let url = string(L, -1)
+        lifeline_pop(L, 1)
+        var method = "GET"
+        switch field("method") {
+        case LUA_TNIL: break
+        case LUA_TSTRING:
+            method = string(L, -1).uppercased()
+            guard !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 == 0x2D }) else {
+                return argError(L, 1, fname, "field 'method' must be an HTTP method such as GET or POST")
+            }
+        default: return argError(L, 1, fname, "field 'method' must be a string")
+        }
+        lifeline_pop(L, 1)
+        var body: [UInt8] = []
+        switch field("body") {
+        case LUA_TNIL: break
+        case LUA_TSTRING:
+            var length = 0
+            if let p = lua_tolstring(L, -1, &length) {
+                body = Array(UnsafeRawBufferPointer(start: p, count: length))
+            }
+        default: return argError(L, 1, fname, "field 'body' must be a string")
+        }
+        lifeline_pop(L, 1)
+        var timeout = HTTPRequest.defaultTimeout
+        switch field("timeout") {
+        case LUA_TNIL: break
+        case LUA_TNUMBER:
+            timeout = lua_tonumberx(L, -1, nil)
+            guard timeout.isFinite, timeout > 0 else {
+                return argError(L, 1, fname, "field 'timeout' must be a number of seconds > 0")
+            }
+        default: return argError(L, 1, fname, "field 'timeout' must be a number")
+        }
+        lifeline_pop(L, 1)
+        var headers: [HTTPHeader] = []
+        switch field("headers") {
+        case LUA_TNIL: break
+        case LUA_TTABLE:
+            lua_pushnil(L)
+            while lua_next(L, -2) != 0 {
+                guard lua_type(L, -2) == LUA_TSTRING, lua_type(L, -1) == LUA_TSTRING else {
+                    return argError(L, 1, fname, "field 'headers' must map header names to strings")
+                }
+                headers.append(HTTPHeader(string(L, -2), string(L, -1)))
+                lifeline_pop(L, 1)
+            }
+            // In name order, so the same plugin sends the same request on every run.
+            headers.sort { $0.name < $1.name }
+        default: return argError(L, 1, fname, "field 'headers' must be a table")
+        }
+        lifeline_pop(L, 1)
+        guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
+        guard let (_, context) = context(L) else { return 0 }
+        let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
+        let waitID = context.http(request) { [weak work] result in
+            work?.deliver(LuaBackgroundWork.results { L in pushResult(L, result) })
+        }
+        guard waitID != 0 else { return 0 }
+        work.waiting(on: waitID)
+        return LIFELINE_YIELD
+    }
+
+    /// `{status, headers, body}`, or `nil, err`. Header names are lowercased; repeated headers are
+    /// joined with ", ".
+    private static func pushResult(_ L: OpaquePointer, _ result: Result<HTTPResponse, HTTPFailure>) -> Int32 {
+        switch result {
+        case .success(let response):
+            lua_createtable(L, 0, 3)
+            lua_pushinteger(L, lua_Integer(response.status))
+            lua_setfield(L, -2, "status")
+            var merged: [(String, String)] = []
+            for header in response.headers {
+                let name = header.name.lowercased()
+                if let i = merged.firstIndex(where: { $0.0 == name }) {
+                    merged[i].1 += ", " + header.value
+                } else {
+                    merged.append((name, header.value))
+                }
+            }
+            lua_createtable(L, 0, Int32(merged.count))
+            for (name, value) in merged {
+                lua_pushstring(L, value)
+                lua_setfield(L, -2, name)
+            }
+            lua_setfield(L, -2, "headers")
+            response.body.withUnsafeBufferPointer { buffer in
+                _ = buffer.baseAddress.map { p in
+                    p.withMemoryRebound(to: CChar.self, capacity: buffer.count) { lua_pushlstring(L, $0, buffer.count) }
+                } ?? lua_pushstring(L, "")
+            }
+            lua_setfield(L, -2, "body")
+            return 1
+        case .failure(let failure):
+            lua_pushnil(L)
+            lifeline_push_error(L, failure.kind.rawValue, failure.message)
+            return 2
+        }
+    }
+
+    private static func taskHandle(_ L: OpaquePointer, _ method: String) -> UnsafeMutablePointer<LifelineTaskHandle>? {
+        lifeline_to_task(L, 1)
+    }
+
+    /// task:cancel()
+    static let taskCancel: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let handle = lifeline_to_task(L, 1) else { return typeError(L, 1, "cancel", "lifeline.task") }
+        LuaPlugin.from(L).work(id: Int(handle.pointee.id))?.interrupt(.cancelled)
+        return 0
+    }
+
+    /// task:done() -> boolean
+    static let taskDone: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let handle = lifeline_to_task(L, 1) else { return typeError(L, 1, "done", "lifeline.task") }
+        lua_pushboolean(L, LuaPlugin.from(L).work(id: Int(handle.pointee.id)) == nil ? 1 : 0)
+        return 1
+    }
+
+    /// task:wait() -> true | false, err
+    static let taskWait: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let handle = lifeline_to_task(L, 1) else { return typeError(L, 1, "wait", "lifeline.task") }
+        let plugin = LuaPlugin.from(L)
+        guard let target = plugin.work(id: Int(handle.pointee.id)) else {
+            // Finished: what became of it is in the handle.
+            let outcome = LuaBackgroundWork.Outcome(rawValue: handle.pointee.outcome) ?? .cancelled
+            lua_getiuservalue(L, 1, 1)
+            let message = lua_type(L, -1) == LUA_TSTRING ? string(L, -1) : nil
+            lifeline_pop(L, 1)
+            return LuaBackgroundWork.pushOutcome(L, outcome, message)
+        }
+        guard let work = waitingWork(L, "task:wait") else { return LIFELINE_RAISE }
+        guard work !== target else {
+            lifeline_push_where_message(L, "task:wait: a task cannot wait for itself")
+            return LIFELINE_RAISE
+        }
+        work.waiting(for: target)
+        return LIFELINE_YIELD
+    }
+
+    /// lifeline.config: plugin.toml's [config] table, as Lua values.
+    static let pushConfig: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        pushTable(L, LuaPlugin.from(L).config)
+        return 1
+    }
+
+    private static func pushTable(_ L: OpaquePointer, _ table: TOMLTable) {
+        lua_createtable(L, 0, Int32(table.entries.count))
+        for entry in table.entries {
+            push(L, entry.value)
+            lua_setfield(L, -2, entry.key)
+        }
+    }
+
+    private static func push(_ L: OpaquePointer, _ value: TOMLValue) {
+        switch value {
+        case .string(let s): lua_pushstring(L, s)
+        case .integer(let i): lua_pushinteger(L, lua_Integer(i))
+        case .float(let d): lua_pushnumber(L, d)
+        case .bool(let b): lua_pushboolean(L, b ? 1 : 0)
+        case .array(let items):
+            lua_createtable(L, Int32(items.count), 0)
+            for (i, item) in items.enumerated() {
+                push(L, item)
+                lua_rawseti(L, -2, lua_Integer(i + 1))
+            }
+        case .table(let t): pushTable(L, t)
+        }
     }
 
     /// print(...) and lifeline.log.*(...): the host log, tagged with the plugin's name.

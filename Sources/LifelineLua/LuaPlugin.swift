@@ -19,15 +19,23 @@ public final class LuaPlugin: PluginInstance {
     private let lua: LuaPreemptor
     /// The context of the launch this instance belongs to; set by `start`.
     var context: PluginContext?
+    /// plugin.toml's [config], which Lua reads as `lifeline.config`.
+    let config: TOMLTable
+    /// `lifeline.background` works that have not finished, by task id and by coroutine.
+    private var works: [Int: LuaBackgroundWork] = [:]
+    private var worksByThread: [OpaquePointer: LuaBackgroundWork] = [:]
 
     /// Creates the state and opens the sandbox. Nothing of the plugin's code runs yet.
     ///
     /// - Parameters:
     ///   - directory: the plugin's folder; `init.lua` in it runs at `start`.
     ///   - memoryLimit: the cap in bytes for everything the state allocates.
-    public init(name: String, directory: String, memoryLimit: Int) throws(LifelineError) {
+    public init(
+        name: String, directory: String, memoryLimit: Int, config: TOMLTable = TOMLTable()
+    ) throws(LifelineError) {
         self.name = name
         self.directory = directory
+        self.config = config
         let control = lifeline_control_new(memoryLimit, nil)
         guard let control else { throw .internalError("could not create a Lua state for plugin '\(name)'") }
         self.control = control
@@ -67,6 +75,8 @@ public final class LuaPlugin: PluginInstance {
         self.control = nil
         lua.invalidate()
         context = nil
+        works.removeAll()
+        worksByThread.removeAll()
         lifeline_control_free(control)
     }
 
@@ -84,7 +94,8 @@ public final class LuaPlugin: PluginInstance {
         }
     }
 
-    private func outcome(_ status: Int32, _ L: OpaquePointer) -> CallOutcome {
+    /// What a failed call came to; pops the error message (with its traceback) from L.
+    func outcome(_ status: Int32, _ L: OpaquePointer) -> CallOutcome {
         if status == LUA_OK { return .returned }
         let raw = LuaPlugin.popMessage(L)
         if let control, lifeline_preempt_requested(control) != 0 {
@@ -111,6 +122,25 @@ public final class LuaPlugin: PluginInstance {
         }
         return .raised(message: raw, traceback: "")
     }
+
+    // MARK: - Background works
+
+    /// `lifeline.background` works that have not finished.
+    public var liveBackgroundWorks: Int { works.count }
+
+    func remember(_ work: LuaBackgroundWork) {
+        works[work.id] = work
+        worksByThread[work.thread] = work
+    }
+
+    func forget(_ work: LuaBackgroundWork) {
+        works[work.id] = nil
+        worksByThread[work.thread] = nil
+    }
+
+    func work(id: Int) -> LuaBackgroundWork? { works[id] }
+    /// The work whose coroutine `L` is, if the host runs it.
+    func work(thread L: OpaquePointer) -> LuaBackgroundWork? { worksByThread[L] }
 
     /// Lua runs no message handler for memory errors, so there is no traceback to give.
     static let noTraceback = "(none: Lua runs no message handler for memory errors)"

@@ -24,9 +24,13 @@ public enum LuaPluginLoader {
             guard fm.fileExists(atPath: folder + "/init.lua") else { continue }
             let manifest = try readManifest(folder + "/plugin.toml")
             let memory = manifest.memoryLimit ?? PluginManifest.defaultMemoryLimit
+            // Checked when the manifest was parsed.
+            let network = (try? NetworkPermissions(manifest.networkPermissions)) ?? .none
+            let config = manifest.config
             result.append(
-                PluginDescriptor(name: name, kind: .lua) { () throws(LifelineError) -> any PluginInstance in
-                    try LuaPlugin(name: name, directory: folder, memoryLimit: memory)
+                PluginDescriptor(name: name, kind: .lua, network: network) {
+                    () throws(LifelineError) -> any PluginInstance in
+                    try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: config)
                 })
         }
         return result

@@ -13,7 +13,13 @@
 /// stack as a Lua error.
 #define LIFELINE_RAISE (-1)
 
-/// A Swift function bridged to Lua. It returns the number of results, or LIFELINE_RAISE.
+/// Returned by a bridged Swift function to ask the trampoline to yield the running coroutine (a
+/// waiting call). When the host resumes it, the first value passed says how the wait ended: true,
+/// and the rest are the call's results; or false, and the second value is raised as an error.
+#define LIFELINE_YIELD (-2)
+
+/// A Swift function bridged to Lua. It returns the number of results, LIFELINE_RAISE or
+/// LIFELINE_YIELD.
 typedef int (*lifeline_bridged)(lua_State *L);
 
 /// One plugin's control block: its lua_State, its memory accounting and its preemption flag.
@@ -45,8 +51,26 @@ const char *lifeline_preempt_traceback(LifelineControl *c);
 /// Clears the stop and removes the hook. Only from the thread that runs the plugin, between calls.
 void lifeline_preempt_clear(LifelineControl *c);
 
+/// Lifts the memory cap while Swift pushes values onto a state from outside a bridged call (the
+/// values a coroutine is resumed with), so no memory error can longjmp through Swift. Balanced by
+/// lifeline_bridge_leave.
+void lifeline_bridge_enter(lua_State *L);
+void lifeline_bridge_leave(lua_State *L);
+
+/// Resumes a host-run coroutine `co` of the state whose main thread is `L`, with the `nargs`
+/// values on top of co's stack, while telling the watchdog that co runs. Returns the status. On
+/// LUA_OK and LUA_YIELD, co's results are popped. On an error, the error value is moved to L.
+int lifeline_resume(lua_State *L, lua_State *co, int nargs);
+/// Closes a suspended or dead coroutine, running its pending to-be-closed variables while the
+/// watchdog knows it runs. Returns the status; on an error the error value is moved to L.
+int lifeline_close_thread(lua_State *L, lua_State *co);
+/// Replaces the error value on top of L with "message\nstack traceback:\n..." for coroutine co.
+void lifeline_traceback_of(lua_State *L, lua_State *co);
+
 /// Pushes a Swift function as a Lua C closure whose only upvalue is the function pointer.
 void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
+/// Pushes `msg` prefixed with where the running Lua function was called, as luaL_error does.
+void lifeline_push_where_message(lua_State *L, const char *msg);
 /// Pushes the message luaL_argerror would raise, without raising it.
 void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg);
 /// Pushes the message luaL_typeerror would raise, without raising it.
@@ -98,11 +122,14 @@ typedef struct LifelineModuleSpec {
     lifeline_bridged handle_cancel;
     lifeline_bridged epoch_now;    // pushes the host clock's wall time (seconds since 1970)
     lifeline_bridged clock_now;    // pushes seconds since the host started, on the host's clock
+    lifeline_bridged config;       // pushes the plugin's [config] table
+    const LifelineReg *http;       // lifeline.http's functions, terminated by {NULL, NULL}
+    const LifelineReg *task_methods;  // methods of the handle lifeline.background returns
 } LifelineModuleSpec;
 
-/// Builds the `lifeline` module (global and require-able), `lifeline.log`, `print`, the handle
-/// metatable, and points os.time, os.date and os.clock at the host's clock; protected. Returns
-/// the status.
+/// Builds the `lifeline` module (global and require-able), `lifeline.log`, `lifeline.http`,
+/// `lifeline.json` (lua-cjson), `lifeline.config`, `print`, the handle metatables, and points
+/// os.time, os.date and os.clock at the host's clock; protected. Returns the status.
 int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec);
 
 /// A handle returned to Lua by on() and after(): what it cancels.
@@ -115,6 +142,26 @@ typedef struct LifelineHandle {
 LifelineHandle *lifeline_push_handle(lua_State *L, int kind, lua_Integer id);
 /// The handle at `idx`, or NULL.
 LifelineHandle *lifeline_to_handle(lua_State *L, int idx);
+
+/// The handle lifeline.background returns: `id`, and what became of the work once it finished.
+typedef struct LifelineTaskHandle {
+    lua_Integer id;
+    int outcome;  // 0 running, else what the host stored (see LuaBackgroundWork.Outcome)
+} LifelineTaskHandle;
+
+/// Pushes a new task handle (allocates: call with the cap lifted). Its one user value holds the
+/// message of a failed task.
+LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id);
+/// The task handle at `idx`, or NULL.
+LifelineTaskHandle *lifeline_to_task(lua_State *L, int idx);
+
+/// Pushes the error value of a failed wait or request: a table {kind = kind, message = message},
+/// with `expired = true` or `cancelled = true` for those kinds, and a __tostring that gives the
+/// message (allocates: call with the cap lifted).
+void lifeline_push_error(lua_State *L, const char *kind, const char *message);
+/// Whether the value at `idx` is an error value the host raised to interrupt a wait (expired or
+/// cancelled).
+int lifeline_is_interruption(lua_State *L, int idx);
 
 // Lua's macros, as functions Swift can call.
 void lifeline_pop(lua_State *L, int n);

@@ -1,0 +1,306 @@
+import CLua
+import CLuaShims
+import Lifeline
+
+/// One call of `lifeline.background(name, fn, ...)`: a background task, and the coroutine the
+/// host runs `fn(task, ...)` in. The task ends on every path: `fn` returns, raises, is cancelled,
+/// or expires.
+///
+/// The coroutine runs in slices, each a job of the main executor under the watchdog: the first on
+/// the turn after `lifeline.background`, the next ones when what it waits on is over. A waiting
+/// call (`lifeline.sleep`, `lifeline.http.request`, `task:wait`) registers the wait and yields
+/// through the C trampoline; the host resumes the coroutine with `true, results...`, or with
+/// `false, err` to make the call raise `err` (expiration, cancellation).
+///
+/// After an expiration or a cancel, `fn` has the expiration-handler limit, on the host's clock, to
+/// return; then the host closes the coroutine (its to-be-closed variables run) and ends the task.
+///
+/// Threading: main executor only. Ownership: the plugin's `works` holds the object until it
+/// finishes; the coroutine is held by a registry reference, released when it finishes (or with
+/// the state).
+final class LuaBackgroundWork {
+    /// What became of the work; stored in the Lua handle for `done()` and `wait()`.
+    enum Outcome: Int32 {
+        case returned = 1
+        case failed = 2
+        case expired = 3
+        case cancelled = 4
+    }
+
+    enum Interruption {
+        case expired, cancelled
+        var kind: HTTPFailure.Kind { self == .expired ? .expired : .cancelled }
+    }
+
+    /// Pushes the values a resume passes; returns how many.
+    typealias Push = (OpaquePointer) -> Int32
+
+    private enum Phase {
+        /// A resume is queued with these values.
+        case pending(Push)
+        case running
+        /// Waiting on a host wait (its id), or on another task (nil).
+        case waiting(waitID: Int?)
+        case finished
+    }
+
+    let id: Int
+    let name: String?
+    private unowned let plugin: LuaPlugin
+    private let context: PluginContext
+    let thread: OpaquePointer
+    private let threadRef: Int32
+    private let handleRef: Int32
+    private var phase: Phase
+    private var started = false
+    private(set) var interruption: Interruption?
+    /// Closes the coroutine if it has not returned within the grace after an interruption.
+    private var closeTimer: Int?
+    /// Works waiting on this one (`task:wait()`).
+    private var waiters: [LuaBackgroundWork] = []
+    /// The work this one waits on, in `task:wait()`.
+    private weak var waitingOn: LuaBackgroundWork?
+    /// An interruption that came while the coroutine ran (it cancelled itself): the next waiting
+    /// call raises it. After that, waits work again until the grace is over, so `fn` can clean up.
+    private var interruptionPending = false
+
+    /// The handler name the watchdog and errors use.
+    var handlerName: String { "background task" + (name.map { " '\($0)'" } ?? "") }
+
+    /// - Parameters: `thread` holds `fn` and its arguments (`arguments` of them, the task handle
+    ///   first); `threadRef` and `handleRef` are registry references this object releases.
+    init(
+        id: Int, name: String?, plugin: LuaPlugin, context: PluginContext, thread: OpaquePointer, threadRef: Int32,
+        handleRef: Int32, arguments: Int32
+    ) {
+        self.id = id
+        self.name = name
+        self.plugin = plugin
+        self.context = context
+        self.thread = thread
+        self.threadRef = threadRef
+        self.handleRef = handleRef
+        self.phase = .pending({ _ in arguments })
+    }
+
+    var isFinished: Bool {
+        if case .finished = phase { return true }
+        return false
+    }
+
+    // MARK: - Running
+
+    /// Queues the first slice.
+    func start() { schedule() }
+
+    private func schedule() {
+        context.enqueue(handler: handlerName, limit: interruption == nil ? .transition : .expirationHandler) {
+            [weak self] in self?.runPending() ?? .returned
+        }
+    }
+
+    private func runPending() -> CallOutcome {
+        guard case .pending(let push) = phase, let L = plugin.state else { return .returned }
+        phase = .running
+        started = true
+        lifeline_bridge_enter(thread)
+        let nargs = push(thread)
+        lifeline_bridge_leave(thread)
+        let status = lifeline_resume(L, thread, nargs)
+        switch status {
+        case LUA_YIELD:
+            if case .running = phase {
+                // A bare coroutine.yield() reached the host: there is nothing to resume it for.
+                let message = "\(handlerName) yielded outside a waiting call: use lifeline.sleep, "
+                    + "lifeline.http.request or task:wait to wait"
+                context.reportError(message: message, traceback: "", handler: handlerName)
+                return close(then: .failed, message: message)
+            }
+            return .returned
+        case LUA_OK:
+            finish(.returned, message: nil)
+            return .returned
+        default:
+            return failed(status, L)
+        }
+    }
+
+    /// The coroutine raised (the error value is on top of L).
+    private func failed(_ status: Int32, _ L: OpaquePointer) -> CallOutcome {
+        if let interruption, lifeline_is_interruption(L, -1) != 0 {
+            // The interruption went uncaught: the work ends as expired or cancelled, not as an error.
+            lifeline_pop(L, 1)
+            finish(interruption == .expired ? .expired : .cancelled, message: nil)
+            return .returned
+        }
+        if status != LUA_ERRMEM { lifeline_traceback_of(L, thread) }
+        let outcome = plugin.outcome(status, L)
+        switch outcome {
+        case .returned:
+            finish(.returned, message: nil)
+            return .returned
+        case .preempted:
+            return outcome  // the host terminates the app
+        case .raised(let message, let traceback):
+            context.reportError(message: message, traceback: traceback, handler: handlerName)
+            finish(.failed, message: message)
+            return .returned
+        }
+    }
+
+    // MARK: - Waiting
+
+    /// Called by a waiting call, inside this coroutine, before it yields: a host wait.
+    func waiting(on waitID: Int) { phase = .waiting(waitID: waitID) }
+
+    /// Called by `task:wait()`, inside this coroutine, before it yields.
+    func waiting(for other: LuaBackgroundWork) {
+        phase = .waiting(waitID: nil)
+        waitingOn = other
+        other.waiters.append(self)
+    }
+
+    /// An interruption the next waiting call must raise, once.
+    func takePendingInterruption() -> Interruption? {
+        guard interruptionPending else { return nil }
+        interruptionPending = false
+        return interruption
+    }
+
+    /// Called when what the coroutine waits on is over: queues the resume with these values.
+    func deliver(_ push: @escaping Push) {
+        guard case .waiting = phase else { return }
+        waitingOn = nil
+        phase = .pending(push)
+        schedule()
+    }
+
+    /// `true, results...`: the waiting call returns the results.
+    static func results(_ push: @escaping (OpaquePointer) -> Int32) -> Push {
+        { L in
+            lua_pushboolean(L, 1)
+            return push(L) + 1
+        }
+    }
+
+    /// `false, err`: the waiting call raises err.
+    static func raising(_ kind: HTTPFailure.Kind, _ message: String) -> Push {
+        { L in
+            lua_pushboolean(L, 0)
+            lifeline_push_error(L, kind.rawValue, message)
+            return 2
+        }
+    }
+
+    var interruptionMessage: String {
+        switch interruption {
+        case .expired?: return "background task \(id) expired"
+        case .cancelled?: return "background task \(id) was cancelled"
+        case nil: return ""
+        }
+    }
+
+    // MARK: - Interruption
+
+    /// Expiration (from the task's expiration handler) or `task:cancel()`.
+    func interrupt(_ reason: Interruption) {
+        guard !isFinished, interruption == nil else { return }
+        interruption = reason
+        let grace = context.profile.expirationHandlerLimit
+        closeTimer = context.startTimer(after: grace) { [weak self] in
+            guard let self else { return .returned }
+            closeTimer = nil
+            return close(then: reason == .expired ? .expired : .cancelled, message: nil)
+        }
+        switch phase {
+        case .pending where !started:
+            // fn never ran: nothing to unwind.
+            finish(reason == .expired ? .expired : .cancelled, message: nil)
+        case .pending:
+            phase = .pending(LuaBackgroundWork.raising(reason.kind, interruptionMessage))
+        case .waiting(let waitID):
+            if let waitID { context.cancelWait(waitID, recording: reason.kind) }
+            stopWaitingOnTask()
+            phase = .pending(LuaBackgroundWork.raising(reason.kind, interruptionMessage))
+            schedule()
+        case .running:
+            interruptionPending = true  // it cancelled itself: the next waiting call raises
+        case .finished:
+            break
+        }
+    }
+
+    private func stopWaitingOnTask() {
+        waitingOn?.waiters.removeAll { $0 === self }
+        waitingOn = nil
+    }
+
+    // MARK: - Ending
+
+    /// Closes the coroutine (to-be-closed variables run), then ends the work.
+    private func close(then outcome: Outcome, message: String?) -> CallOutcome {
+        guard !isFinished, let L = plugin.state else { return .returned }
+        if case .waiting(let waitID?) = phase { context.cancelWait(waitID, recording: interruption?.kind) }
+        stopWaitingOnTask()
+        phase = .running
+        let status = lifeline_close_thread(L, thread)
+        if status != LUA_OK {
+            let result = plugin.outcome(status, L)
+            if case .preempted = result { return result }
+            if case .raised(let text, let traceback) = result {
+                context.reportError(message: text, traceback: traceback, handler: handlerName)
+            }
+        }
+        finish(outcome, message: message)
+        return .returned
+    }
+
+    private func finish(_ outcome: Outcome, message: String?) {
+        guard !isFinished else { return }
+        phase = .finished
+        if let closeTimer { context.cancelTimer(closeTimer) }
+        closeTimer = nil
+        plugin.forget(self)
+        if let L = plugin.state {
+            lifeline_bridge_enter(L)
+            lua_rawgeti(L, lifeline_registryindex(), lua_Integer(handleRef))
+            if let handle = lifeline_to_task(L, -1) {
+                handle.pointee.outcome = outcome.rawValue
+                if let message {
+                    lua_pushstring(L, message)
+                    lua_setiuservalue(L, -2, 1)
+                }
+            }
+            lifeline_pop(L, 1)
+            lifeline_bridge_leave(L)
+            lifeline_unref(L, handleRef)
+            lifeline_unref(L, threadRef)
+        }
+        context.endBackgroundTask(id)
+        let waiting = waiters
+        waiters.removeAll()
+        for waiter in waiting {
+            waiter.deliver(LuaBackgroundWork.results { L in LuaBackgroundWork.pushOutcome(L, outcome, message) })
+        }
+    }
+
+    /// What `task:wait()` returns: `true`, or `false, err` with err.kind "error", "expired" or
+    /// "cancelled".
+    static func pushOutcome(_ L: OpaquePointer, _ outcome: Outcome, _ message: String?) -> Int32 {
+        switch outcome {
+        case .returned:
+            lua_pushboolean(L, 1)
+            return 1
+        case .failed:
+            lua_pushboolean(L, 0)
+            lifeline_push_error(L, "error", message ?? "the task raised an error")
+        case .expired:
+            lua_pushboolean(L, 0)
+            lifeline_push_error(L, "expired", "the task expired")
+        case .cancelled:
+            lua_pushboolean(L, 0)
+            lifeline_push_error(L, "cancelled", "the task was cancelled")
+        }
+        return 2
+    }
+}
