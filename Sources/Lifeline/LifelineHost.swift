@@ -330,6 +330,7 @@ public final class LifelineHost {
             expirationHandlers[task.id] = nil
         }
         plugins[index].instance.close()
+        plugins[index].context.cancelSwiftTasks()
         abandonWaits { $0.plugin == index }
         // Keep the slot so indexes stay valid; a closed instance is never called again.
     }
@@ -345,7 +346,10 @@ public final class LifelineHost {
         timers.removeAll()
         subscriptions = subscriptions.map { _ in [] }
         subscriptionsByID.removeAll()
-        for p in plugins { p.instance.close() }
+        for p in plugins {
+            p.instance.close()
+            p.context.cancelSwiftTasks()
+        }
         plugins.removeAll()
         // After the plugins closed: a Lua completion then finds its state gone and does nothing,
         // while a Swift continuation is resumed with a cancellation, so no task is left hanging.

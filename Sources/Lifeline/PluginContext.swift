@@ -18,12 +18,18 @@ public final class PluginContext: @unchecked Sendable {
     public let logger: Logger
     /// Set when the plugin failed to load: its calls then do nothing.
     var isUnloaded = false
+    /// The executor's clock, through which work is handed back to the main executor from any thread.
+    let clock: any HostClock
+    /// Swift tasks started with `task`, by id, until they finish; cancelled when the app ends.
+    var swiftTasks: [Int: Task<Void, Never>] = [:]
+    var nextSwiftTaskID = 1
 
     init(host: LifelineHost, pluginName: String, index: Int, generation: Int) {
         self.host = host
         self.pluginName = pluginName
         self.index = index
         self.generation = generation
+        self.clock = host.executor.clock
         var logger = Logger(label: "plugin.\(pluginName)")
         logger.logLevel = host.logger.logLevel
         self.logger = logger
