@@ -218,7 +218,7 @@ public final class LifelineHost {
     /// no task left and no handler running (T7).
     public func afterJob() {
         guard appRunning, callDepth == 0, visibleState == .background, lifecycle.state == .background,
-            tasks.active.isEmpty
+            tasks.active.isEmpty, taskExecutor.queuedJobs == 0
         else { return }
         lifecycle.suspend()
         visibleState = .suspended
