@@ -44,6 +44,31 @@ private func simulateExample(
         #expect(events(report, "pluginError").isEmpty)
     }
 
+    /// session-end's four scenarios: in every one its task ends and the app suspends, with no termination.
+    @Test(arguments: [
+        ("success", "status", "200", false, "session-end: reported"),
+        ("server-error", "status", "500", false, "the server answered 500"),
+        ("hang", "error", "expired", true, "gave up: background task"),
+        ("refuse", "error", "connect", false, "request failed (connect)"),
+    ])
+    func example_sessionEnd_endsItsTaskOnEveryPath(
+        _ scenario: String, _ field: String, _ value: String, _ expired: Bool, _ log: String
+    ) throws {
+        let (r, report) = try simulateExample("session-end", scenario)
+        let requests = events(report, "httpRequest", plugin: "session-end")
+        #expect(requests.count == 1)
+        #expect(requests.first?["method"] as? String == "POST")
+        #expect(requests.first?["url"] as? String == "http://127.0.0.1:8080/session/end")
+        let response = try #require(events(report, "httpResponse", plugin: "session-end").first)
+        #expect("\(response[field] ?? "none")" == value)
+        let ended = events(report, "taskEnded", plugin: "session-end")
+        #expect(ended.count == 1)
+        #expect(ended.first?["expired"] as? Bool == expired)
+        #expect(report["termination"] is NSNull)
+        #expect(timeline(report).last?["event"] as? String == "suspended")
+        #expect(r.stderr.contains(log), "\(r.stderr)")
+    }
+
     @Test func example_downloads_expiresCleanlyThenDrains() throws {
         let (r, report) = try simulateExample("downloads", "drain")
         // No task before the app enters the background.

@@ -1,13 +1,21 @@
-// The figures issue 2 asks for, measured in one run, each beside its baseline:
+// The figures issues 2 and 3 ask for, measured in one run, each beside its baseline:
 //   1. one event dispatched to one Lua handler, next to a bare lua_pcall of the same function;
 //   2. how late past its deadline a `while true do end` handler is stopped;
-//   3. the wall time of simulate for a 3-hour scenario with 100 background/foreground cycles.
+//   3. the wall time of simulate for a 3-hour scenario with 100 background/foreground cycles;
+//   4. lifeline.background with an immediate return (begin, coroutine, end), next to the same
+//      task begun and ended by hand, and to a bare coroutine.create + resume;
+//   5. requests per second through lifeline.http.request against a loopback server, next to the
+//      same requests made by curl (one process, one kept-alive connection).
 // Run it with scripts/bench (release build).
 import CLuaShims
 import Foundation
 import Lifeline
+import LifelineHTTP
 import LifelineLua
 import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
 
 LoggingSystem.bootstrap { label in
     var h = StreamLogHandler.standardError(label: label)
@@ -24,11 +32,12 @@ func percentile(_ xs: [Double], _ p: Double) -> Double {
     return s[min(s.count - 1, Int((Double(s.count) * p).rounded(.up)) - 1)]
 }
 
-func tempPlugins(_ plugins: [String: String]) -> String {
+func tempPlugins(_ plugins: [String: String], manifest: String? = nil) -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lifeline-figures-\(UUID().uuidString)").path
     for (name, lua) in plugins {
         try! FileManager.default.createDirectory(atPath: dir + "/" + name, withIntermediateDirectories: true)
         try! lua.write(toFile: dir + "/" + name + "/init.lua", atomically: true, encoding: .utf8)
+        if let manifest { try! manifest.write(toFile: dir + "/" + name + "/plugin.toml", atomically: true, encoding: .utf8) }
     }
     return dir
 }
@@ -114,6 +123,114 @@ func longSimulation() -> (seconds: Double, events: Int) {
     return (Double(Monotonic.nanoseconds() - start) / 1e9, recorder.timeline.count)
 }
 
+// MARK: 4. lifeline.background
+
+/// ns per call of `body` (Lua, run `calls` times inside one memory-warning handler, `events` times),
+/// including the jobs it leaves on the executor.
+func backgroundCalls(_ body: String, calls: Int, events: Int) -> Double {
+    let source = """
+        local function f(task) end
+        lifeline.on('didReceiveMemoryWarning', function()
+          for i = 1, \(calls) do \(body) end
+        end)
+        """
+    let dir = tempPlugins(["p": source])
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let executor = MainExecutor(clock: VirtualClock())
+    let host = LifelineHost(
+        configuration: HostConfiguration(), plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
+    defer { host.shutdown() }
+    try! host.perform(.launch)
+    executor.run(shouldStop: { false }, afterJob: host.afterJob)
+    let start = Monotonic.nanoseconds()
+    for _ in 0..<events {
+        try! host.perform(.memoryWarning)
+        executor.run(shouldStop: { false }, afterJob: host.afterJob)
+    }
+    precondition(host.activeTasks.isEmpty && host.recorder.pluginErrorCount == 0)
+    return Double(Monotonic.nanoseconds() - start) / Double(calls * events)
+}
+
+func bareCoroutines(iterations: Int) -> Double {
+    let L = luaL_newstate()!
+    defer { lua_close(L) }
+    luaL_openlibs(L)
+    luaL_loadstring(L, "local f = function() end; for i = 1, \(iterations) do coroutine.resume(coroutine.create(f)) end")
+    let start = Monotonic.nanoseconds()
+    lua_callk(L, 0, 0, 0, nil)
+    return Double(Monotonic.nanoseconds() - start) / Double(iterations)
+}
+
+// MARK: 5. HTTP requests per second
+
+/// A loopback HTTP/1.1 server that answers every request with 200 "ok", keeping connections alive.
+final class OKHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = unwrapInboundIn(data) else { return }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: "2")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: "ok")))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+func startServer(group: EventLoopGroup) -> (Channel, Int) {
+    let channel = try! ServerBootstrap(group: group)
+        .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+        .childChannelInitializer { channel in
+            channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(OKHandler()) }
+        }
+        .bind(host: "127.0.0.1", port: 0).wait()
+    return (channel, channel.localAddress!.port!)
+}
+
+/// Requests per second: `count` sequential requests from one lifeline.background task in `run`'s
+/// setting (monotonic clock, async-http-client).
+func lifelineRequests(port: Int, count: Int) -> Double {
+    let source = """
+        lifeline.background('bench', function()
+          for i = 1, \(count) do
+            local r, err = lifeline.http.request{url = 'http://127.0.0.1:\(port)/ok'}
+            assert(r and r.status == 200, err and err.message)
+          end
+        end)
+        """
+    let dir = tempPlugins(["p": source], manifest: "[permissions]\nnetwork = [\"127.0.0.1:*\"]\n")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let transport = AsyncHTTPTransport()
+    defer { transport.shutdown() }
+    var configuration = HostConfiguration()
+    configuration.transport = transport
+    let executor = MainExecutor(clock: MonotonicClock())
+    let host = LifelineHost(
+        configuration: configuration, plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
+    defer { host.shutdown() }
+    let start = Monotonic.nanoseconds()
+    try! host.perform(.launch)
+    executor.run(shouldStop: { host.activeTasks.isEmpty }, afterJob: host.afterJob)
+    precondition(host.recorder.pluginErrorCount == 0, "the benchmark plugin failed")
+    return Double(count) / (Double(Monotonic.nanoseconds() - start) / 1e9)
+}
+
+/// Requests per second: the same requests from one curl process (it keeps the connection alive).
+func curlRequests(port: Int, count: Int) -> Double {
+    let config = FileManager.default.temporaryDirectory.appendingPathComponent("curl-\(UUID().uuidString)").path
+    let lines = (0..<count).map { _ in "url = \"http://127.0.0.1:\(port)/ok\"\noutput = \"/dev/null\"" }
+    try! lines.joined(separator: "\n").write(toFile: config, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: config) }
+    let curl = Process()
+    curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    curl.arguments = ["curl", "--silent", "--fail", "--config", config]
+    let start = Monotonic.nanoseconds()
+    try! curl.run()
+    curl.waitUntilExit()
+    precondition(curl.terminationStatus == 0, "curl failed")
+    return Double(count) / (Double(Monotonic.nanoseconds() - start) / 1e9)
+}
+
 // MARK: run
 
 let only = CommandLine.arguments.dropFirst().first  // e.g. `figures dispatch`, for profiling one figure
@@ -121,6 +238,37 @@ if only == "dispatch" {
     print(String(format: "dispatch.lua      host %.0f ns/event", hostDispatch(iterations: 2_000_000)))
     exit(0)
 }
+
+func backgroundFigure() {
+    var bg: [Double] = [], manual: [Double] = [], bare: [Double] = []
+    for _ in 0..<7 {
+        bg.append(backgroundCalls("lifeline.background(nil, f)", calls: 10_000, events: 5))
+        manual.append(backgroundCalls("lifeline.endBackgroundTask(lifeline.beginBackgroundTask())", calls: 10_000, events: 5))
+        bare.append(bareCoroutines(iterations: 50_000))
+    }
+    let g = median(bg), m = median(manual), c = median(bare)
+    print(String(format: "background.lua    %.0f ns/call (begin, coroutine, end)   by hand begin+end %.0f ns   bare coroutine %.0f ns   ratios %.2f / %.2f",
+                 g, m, c, g / m, g / c))
+}
+
+func httpFigure() {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    defer { try? group.syncShutdownGracefully() }
+    let (server, port) = startServer(group: group)
+    defer { try? server.close().wait() }
+    _ = lifelineRequests(port: port, count: 200)  // warm up
+    var lifeline: [Double] = [], curl: [Double] = []
+    for _ in 0..<5 {
+        lifeline.append(lifelineRequests(port: port, count: 2_000))
+        curl.append(curlRequests(port: port, count: 2_000))
+    }
+    let l = median(lifeline), c = median(curl)
+    print(String(format: "http.request      %.0f req/s through lifeline.http.request   curl %.0f req/s   ratio %.2f  (2000 sequential, loopback)",
+                 l, c, l / c))
+}
+
+if only == "background" { backgroundFigure(); exit(0) }
+if only == "http" { httpFigure(); exit(0) }
 
 var hostNs: [Double] = [], bareNs: [Double] = []
 for _ in 0..<7 {
@@ -151,3 +299,6 @@ for _ in 0..<5 {
 }
 print(String(format: "simulate.3h       %.1f ms wall for a 3-hour scenario, 100 cycles, %d timeline events (median of 5)",
              median(sims) * 1000, eventCount))
+
+backgroundFigure()
+httpFigure()
