@@ -455,7 +455,8 @@ func api_backgroundTimeRemaining_isTheFullBudgetOnEntry(_ profile: Profile, _ ex
         """
     #expect(
         try marksOf(source) == [
-            "after=function,backgroundTimeRemaining=function,beginBackgroundTask=function,"
-                + "endBackgroundTask=function,log=table,now=function,on=function,state=function"
+            "after=function,background=function,backgroundTimeRemaining=function,beginBackgroundTask=function,"
+                + "config=table,endBackgroundTask=function,http=table,json=table,log=table,now=function,on=function,"
+                + "sleep=function,state=function"
         ])
 }
