@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Lifeline
+import LifelineHTTP
 import Logging
 
 struct Run: ParsableCommand {
@@ -49,7 +50,10 @@ struct Run: ParsableCommand {
             }
             let clock = MonotonicClock()
             let executor = MainExecutor(clock: clock)
-            let configuration = HostConfiguration(
+            // The real network: async-http-client, shared by every plugin.
+            let transport = AsyncHTTPTransport()
+            defer { transport.shutdown() }
+            var configuration = HostConfiguration(
                 profile: try profileOptions.resolved(), loadFailurePolicy: .skip,
                 onUnpreemptibleOverrun: { overrun in
                     // W3: Swift code cannot be stopped; report now and end the process.
@@ -62,6 +66,7 @@ struct Run: ParsableCommand {
                         exitWithError(error)
                     }
                 })
+            configuration.transport = transport
             let host = LifelineHost(
                 configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
             let signals = SignalSteps(

@@ -11,6 +11,12 @@ struct Simulate: ParsableCommand {
               lifeline simulate --plugins plugins \\
                 --scenario plugins/save-changes/scenarios/save.scenario --report -
 
+            The scenario may script the network with http lines (simulate never touches the
+            real one); a request that no line matches is refused:
+              0s   http POST 127.0.0.1:8080/session/end -> 200 {"success": true} in 300ms
+              0s   http * api.example.com/* -> hang
+              30s  http * * -> refuse
+
             Exit codes:
               0   completed
               1   terminated by a rule, or a plugin raised an error
