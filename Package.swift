@@ -42,7 +42,13 @@ let package = Package(
         // The real HTTP transport for `lifeline run`: async-http-client behind the core's interface.
         .target(
             name: "LifelineHTTP",
-            dependencies: ["Lifeline", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+            dependencies: [
+                "Lifeline",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         // Swift plugins compiled into the host.
         .target(

@@ -62,7 +62,12 @@ final class NetworkSession {
         let timeout = request.timeout.isFinite && request.timeout > 0 ? request.timeout : HTTPRequest.defaultTimeout
         exchange.timeoutJob = executor.schedule(at: executor.now.adding(seconds: timeout)) { [unowned self] in
             exchanges[id]?.timeoutJob = nil
-            finish(id, .failure(HTTPFailure(.timeout, "no complete response within \(ReportNumber.seconds(timeout)) s")))
+            finish(
+                id,
+                .failure(
+                    HTTPFailure(
+                        .timeout,
+                        "no complete response from \(request.url) within \(ReportNumber.seconds(timeout)) s")))
         }
         // Even a failure found at once is delivered on a later turn, as every other outcome is.
         executor.schedule(at: executor.now) { [unowned self] in send(id) }
@@ -121,14 +126,23 @@ final class NetworkSession {
         guard let next = HTTPURL.resolve(location, against: exchange.request.url), HTTPURL(next) != nil else {
             return finish(id, .failure(HTTPFailure(.redirect, "a redirect to '\(location)', which is not an http URL")))
         }
+        let from = HTTPURL(exchange.request.url)
         exchange.request.url = next
         // As browsers and URLSession do: 303, and 301/302 after a POST, continue with a GET.
         if response.status == 303 || (exchange.request.method == "POST" && [301, 302].contains(response.status)) {
             exchange.request.method = "GET"
             exchange.request.body = []
+            exchange.request.headers.removeAll { NetworkSession.bodyHeaders.contains($0.name.lowercased()) }
+        }
+        // Credentials stay with the origin they were meant for (as Fetch does on a cross-origin hop).
+        if let from, let to = HTTPURL(next), (from.scheme, from.host, from.port) != (to.scheme, to.host, to.port) {
+            exchange.request.headers.removeAll { NetworkSession.credentialHeaders.contains($0.name.lowercased()) }
         }
         send(id)
     }
+
+    static let bodyHeaders: Set<String> = ["content-type", "content-length", "content-encoding", "transfer-encoding"]
+    static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
 
     private func finish(_ id: Int, _ result: Result<HTTPResponse, HTTPFailure>) {
         guard let exchange = exchanges.removeValue(forKey: id) else { return }

@@ -1,2 +1,308 @@
 import AsyncHTTPClient
 import Lifeline
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real network for `lifeline run`: async-http-client behind the core's `HTTPTransport`.
+///
+/// One shared `HTTPClient` pools connections for every plugin. It makes single exchanges only:
+/// redirects are not followed (the core follows them, checking permissions on every hop), bodies
+/// are not decompressed, and a refused connection fails at once instead of being retried. The
+/// request's `timeout` bounds the whole exchange, body included; the core applies its own timeout
+/// on the host's clock on top, across redirects.
+///
+/// Threading: any thread. `completion` is called from a Swift task or from an event loop.
+public final class AsyncHTTPTransport: HTTPTransport {
+    /// Seconds a new connection (TCP and TLS) may take before the exchange fails with `timeout`.
+    public static let defaultConnectTimeout: Double = 10
+
+    private let client: HTTPClient
+    private let connectTimeout: Double
+    private let isShutDown = Mutex(false)
+
+    /// Makes the transport and its client.
+    ///
+    /// - Parameters:
+    ///   - eventLoopGroup: Where connections live; NIO's shared singleton by default. The transport
+    ///     does not shut it down.
+    ///   - connectTimeout: Seconds a new connection may take (TCP connect and TLS handshake).
+    public init(
+        eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+        connectTimeout: Double = AsyncHTTPTransport.defaultConnectTimeout
+    ) {
+        var pool = HTTPClient.Configuration.ConnectionPool()
+        // A refused connection is an answer, as on iOS: fail with `connect` now rather than retry
+        // with a backoff until the connect timeout.
+        pool.retryConnectionEstablishment = false
+        let configuration = HTTPClient.Configuration(
+            tlsConfiguration: nil,  // the default: system trust roots, hostname checked
+            redirectConfiguration: .disallow,
+            timeout: HTTPClient.Configuration.Timeout(connect: AsyncHTTPTransport.amount(seconds: connectTimeout)),
+            connectionPool: pool,
+            decompression: .disabled)
+        self.client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        self.connectTimeout = connectTimeout
+    }
+
+    deinit {
+        // `shutdown()` was not called: release the client without blocking, wherever this runs.
+        if !isShutDown.withLock({ $0 }) { client.shutdown { _ in } }
+    }
+
+    /// Closes the pooled connections and releases the client; requests under way fail. Blocks until
+    /// the connections are closed, unless called on an event loop. Safe to call more than once.
+    public func shutdown() {
+        let first = isShutDown.withLock { isShutDown in
+            defer { isShutDown = true }
+            return !isShutDown
+        }
+        guard first else { return }
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil {
+            // Blocking on an event loop could deadlock: let the shutdown finish on its own.
+            client.shutdown { _ in }
+        } else {
+            try? client.syncShutdown()
+        }
+    }
+
+    /// Starts one exchange in a Swift task. `completion` is called exactly once: with the response,
+    /// or with why it failed (`cancelled` once the returned value's `cancel()` was called).
+    public func send(
+        _ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, HTTPFailure>) -> Void
+    ) -> any HTTPCancellable {
+        guard !isShutDown.withLock({ $0 }) else {
+            completion(.failure(HTTPFailure(.connect, "cannot reach \(request.url): the HTTP client was shut down")))
+            return NothingToCancel()
+        }
+        let timeout = request.timeout.isFinite && request.timeout > 0 ? request.timeout : HTTPRequest.defaultTimeout
+        let deadline = NIODeadline.now() + AsyncHTTPTransport.amount(seconds: timeout)
+        let exchange = Exchange(completion)
+        let client = self.client
+        let context = FailureContext(url: request.url, timeout: timeout, connectTimeout: connectTimeout)
+        let task = Task {
+            do {
+                let response = try await AsyncHTTPTransport.perform(request, on: client, deadline: deadline)
+                exchange.finish(.success(response))
+            } catch {
+                exchange.finish(.failure(AsyncHTTPTransport.failure(for: error, context)))
+            }
+        }
+        // async-http-client's deadline stops waiting for the response head only; this one also
+        // covers the body.
+        let timer = client.eventLoopGroup.any().scheduleTask(deadline: deadline) {
+            exchange.finish(.failure(context.timedOut))
+            task.cancel()
+        }
+        exchange.attach(task: task, timer: timer)
+        return Cancellation(exchange: exchange, url: request.url)
+    }
+
+    // MARK: - The exchange
+
+    private static func perform(
+        _ request: HTTPRequest, on client: HTTPClient, deadline: NIODeadline
+    ) async throws -> HTTPResponse {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = .init(rawValue: request.method)
+        for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
+        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
+            outgoing.body = .bytes(request.body)
+        }
+        let response = try await client.execute(outgoing, deadline: deadline)
+        let status = Int(response.status.code)
+        let headers = response.headers.map { HTTPHeader($0.name, $0.value) }
+        let limit = max(0, request.maximumBodyBytes)
+        let length = response.headers.first(name: "content-length").flatMap { Int($0) }
+        // A HEAD response, and 1xx, 204 and 304 responses, carry no body whatever the header says.
+        let hasBody = request.method != "HEAD" && status >= 200 && status != 204 && status != 304
+        if hasBody, let length, length > limit {
+            throw HTTPFailure(
+                .tooLarge,
+                "the response from \(request.url) is \(length) bytes (Content-Length), more than the cap of "
+                    + "\(limit) bytes")
+        }
+        var body: [UInt8] = []
+        if hasBody, let length { body.reserveCapacity(length) }
+        for try await buffer in response.body {
+            guard body.count + buffer.readableBytes <= limit else {
+                // Leaving the loop drops the body stream: the client closes the connection.
+                throw HTTPFailure(
+                    .tooLarge, "the response from \(request.url) is longer than the cap of \(limit) bytes")
+            }
+            body.append(contentsOf: buffer.readableBytesView)
+        }
+        // A cancelled body stream may just end: that is not a complete response.
+        try Task.checkCancellation()
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+
+    // MARK: - Errors
+
+    /// What an error message needs to know about the exchange.
+    private struct FailureContext: Sendable {
+        var url: String
+        var timeout: Double
+        var connectTimeout: Double
+
+        var timedOut: HTTPFailure {
+            HTTPFailure(.timeout, "no complete response from \(url) within \(AsyncHTTPTransport.seconds(timeout)) s")
+        }
+    }
+
+    /// Maps what async-http-client and NIO throw to the core's failure kinds, with a message naming
+    /// the URL.
+    private static func failure(for error: any Error, _ context: FailureContext) -> HTTPFailure {
+        let url = context.url
+        switch error {
+        case let failure as HTTPFailure:
+            return failure
+        case is CancellationError:
+            return HTTPFailure(.cancelled, "the request to \(url) was cancelled")
+        case is NIOTooManyBytesError:
+            return HTTPFailure(.tooLarge, "the response from \(url) is longer than the cap")
+        case let error as HTTPClientError:
+            return failure(for: error, context)
+        case let error as NIOConnectionError:
+            if let dnsError = error.dnsAError ?? error.dnsAAAAError {
+                return HTTPFailure(.connect, "cannot reach \(url): could not resolve '\(error.host)' (\(dnsError))")
+            }
+            let reasons = error.connectionErrors.map { describe($0.error) }
+            let reason = reasons.isEmpty ? "no address to connect to" : reasons.joined(separator: "; ")
+            return HTTPFailure(.connect, "cannot connect to \(url): \(reason)")
+        case let error as IOError where [ECONNREFUSED, EHOSTUNREACH, ENETUNREACH].contains(error.errnoCode):
+            return HTTPFailure(.connect, "cannot connect to \(url): \(describe(error))")
+        case let error as IOError:
+            return HTTPFailure(.connect, "the connection to \(url) failed: \(describe(error))")
+        case ChannelError.connectTimeout:
+            return HTTPFailure(
+                .timeout, "cannot connect to \(url): no connection within \(seconds(context.connectTimeout)) s")
+        case ChannelError.eof, ChannelError.ioOnClosedChannel, ChannelError.outputClosed,
+            ChannelError.alreadyClosed, HTTPParserError.invalidEOFState:
+            return closedEarly(url)
+        case let error as HTTPParserError:
+            return HTTPFailure(.connect, "the response from \(url) is not valid HTTP: \(error)")
+        default:
+            break
+        }
+        let type = String(reflecting: Swift.type(of: error))
+        // NIOSSL's errors (NIOSSLError, NIOSSLExtraError, BoringSSLError), recognised by their module
+        // so this target need not depend on swift-nio-ssl.
+        if type.hasPrefix("NIOSSL.") {
+            return HTTPFailure(.tls, "TLS with \(url) failed: \(error)")
+        }
+        return HTTPFailure(.connect, "the request to \(url) failed: \(error)")
+    }
+
+    private static func failure(for error: HTTPClientError, _ context: FailureContext) -> HTTPFailure {
+        let url = context.url
+        switch error {
+        case .deadlineExceeded, .readTimeout, .writeTimeout:
+            return context.timedOut
+        case .connectTimeout, .getConnectionFromPoolTimeout:
+            return HTTPFailure(
+                .timeout, "cannot connect to \(url): no connection within \(seconds(context.connectTimeout)) s")
+        case .tlsHandshakeTimeout:
+            return HTTPFailure(
+                .timeout, "TLS with \(url) failed: no handshake within \(seconds(context.connectTimeout)) s")
+        case .remoteConnectionClosed, .uncleanShutdown:
+            return closedEarly(url)
+        case .cancelled:
+            return HTTPFailure(.cancelled, "the request to \(url) was cancelled")
+        case .invalidURL, .emptyHost, .emptyScheme:
+            return HTTPFailure(.connect, "'\(url)' is not a valid http:// or https:// URL")
+        case .alreadyShutdown:
+            return HTTPFailure(.connect, "cannot reach \(url): the HTTP client was shut down")
+        default:
+            return HTTPFailure(.connect, "the request to \(url) failed: \(error)")
+        }
+    }
+
+    private static func closedEarly(_ url: String) -> HTTPFailure {
+        HTTPFailure(.connect, "the connection to \(url) closed before the response was complete")
+    }
+
+    /// "connection refused" rather than NIO's "connection reset (error set): Connection refused (errno: 111)".
+    private static func describe(_ error: any Error) -> String {
+        guard let error = error as? IOError else { return "\(error)" }
+        switch error.errnoCode {
+        case ECONNREFUSED: return "connection refused"
+        case ECONNRESET: return "connection reset"
+        case ETIMEDOUT: return "connection timed out"
+        case EHOSTUNREACH: return "host unreachable"
+        case ENETUNREACH: return "network unreachable"
+        default: return "\(error)"
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Seconds as a `TimeAmount`, clamped to a range NIO can add to `now` without overflowing.
+    private static func amount(seconds: Double) -> TimeAmount {
+        let clamped = seconds.isFinite ? min(max(seconds, 0), 1e8) : 1e8
+        return .nanoseconds(Int64(clamped * 1e9))
+    }
+
+    /// Seconds for a message, as the report writes them: "0.5", "60".
+    private static func seconds(_ value: Double) -> String { ReportNumber.seconds(value) }
+}
+
+/// One exchange's outcome: the first of the response, the deadline and `cancel()` wins, and the
+/// completion is called once.
+private final class Exchange: Sendable {
+    private struct State {
+        var completion: (@Sendable (Result<HTTPResponse, HTTPFailure>) -> Void)?
+        var task: Task<Void, Never>?
+        var timer: Scheduled<Void>?
+    }
+
+    private let state: Mutex<State>
+
+    init(_ completion: @escaping @Sendable (Result<HTTPResponse, HTTPFailure>) -> Void) {
+        state = Mutex(State(completion: completion))
+    }
+
+    /// Hands over the task and the deadline's timer; stops the timer if the exchange is already over.
+    func attach(task: Task<Void, Never>, timer: Scheduled<Void>) {
+        let finished = state.withLock { state in
+            state.task = task
+            state.timer = timer
+            return state.completion == nil
+        }
+        if finished { timer.cancel() }
+    }
+
+    /// Calls the completion, unless it was called already.
+    func finish(_ result: Result<HTTPResponse, HTTPFailure>) {
+        let (completion, timer) = state.withLock { state in
+            defer {
+                state.completion = nil
+                state.timer = nil
+            }
+            return (state.completion, state.timer)
+        }
+        timer?.cancel()
+        completion?(result)
+    }
+
+    /// Cancels the task: async-http-client then closes the connection.
+    func cancelTask() {
+        state.withLock { $0.task }?.cancel()
+    }
+}
+
+/// What `send` returns: reports `cancelled`, then stops the exchange.
+private struct Cancellation: HTTPCancellable {
+    let exchange: Exchange
+    let url: String
+
+    func cancel() {
+        exchange.finish(.failure(HTTPFailure(.cancelled, "the request to \(url) was cancelled")))
+        exchange.cancelTask()
+    }
+}

@@ -356,7 +356,7 @@ func scriptedNetwork_parse_badRule_namesFileLineAndProblem(_ c: BadRule) throws 
     let recorder = try simulate(
         "0s launch\n0s http * api.example.com/* -> hang\n",
         [try requester([Send(request: HTTPRequest(url: "https://api.example.com/poll", timeout: 5))], log: log)])
-    #expect(log.value == ["5 timeout: no complete response within 5 s"])
+    #expect(log.value == ["5 timeout: no complete response from https://api.example.com/poll within 5 s"])
     #expect(
         lines(recorder, only: ["httpRequest", "httpResponse"]) == [
             "0 httpRequest plugin=net method=GET url=https://api.example.com/poll",
@@ -368,7 +368,7 @@ func scriptedNetwork_parse_badRule_namesFileLineAndProblem(_ c: BadRule) throws 
     let got = try outcomes(
         "0s launch\n0s http * * -> 200 late in 30s\n",
         [Send(request: HTTPRequest(url: "http://127.0.0.1/x", timeout: 10))])
-    #expect(got == ["10 timeout: no complete response within 10 s"])
+    #expect(got == ["10 timeout: no complete response from http://127.0.0.1/x within 10 s"])
 }
 
 @Test func scriptedNetwork_cancel_dropsTheScheduledAnswer() throws {
