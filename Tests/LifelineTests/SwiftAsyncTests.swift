@@ -319,3 +319,49 @@ private struct Ticks: AsyncSequence {
     }
     #expect(try run() == run())
 }
+
+@Test func http_fromSwift_reachesTheScriptedNetworkAsLuaDoes() throws {
+    let result = Shared<[String]>([])
+    var plugin = swiftPlugin("p") { context in
+        context.task {
+            do {
+                let response = try await context.withBackgroundTask("fetch") {
+                    try await context.http(HTTPRequest(url: "http://127.0.0.1:8080/status"))
+                }
+                result.append("\(response.status) \(response.text) at \(context.now)")
+            } catch {
+                result.append("error \(error)")
+            }
+        }
+    }
+    plugin.network = try NetworkPermissions(["127.0.0.1:*"])
+    let recorder = try simulate("0s http GET 127.0.0.1:8080/status -> 200 {\"ok\": true} in 1.5s\n0s launch", [plugin])
+    #expect(result.value == ["200 {\"ok\": true} at 1.5"])
+    #expect(
+        lines(recorder, only: ["httpResponse", "taskEnded"]) == [
+            "1.5 httpResponse plugin=p method=GET url=http://127.0.0.1:8080/status status=200",
+            "1.5 taskEnded plugin=p task=1 expired=false",
+        ])
+}
+
+@Test func http_fromSwift_cancellingTheTask_cancelsTheRequest() throws {
+    let result = Shared<[String]>([])
+    var plugin = swiftPlugin("p") { context in
+        let task = context.task {
+            do {
+                _ = try await context.http(HTTPRequest(url: "http://127.0.0.1:8080/slow"))
+                result.append("answered")
+            } catch {
+                result.append("\(type(of: error)) at \(context.now)")
+            }
+        }
+        context.after(2) { task.cancel() }
+    }
+    plugin.network = try NetworkPermissions(["127.0.0.1:*"])
+    let recorder = try simulate("0s http * * -> hang\n0s launch", [plugin])
+    #expect(result.value == ["CancellationError at 2.0"])
+    #expect(
+        lines(recorder, only: ["httpResponse"]) == [
+            "2 httpResponse plugin=p method=GET url=http://127.0.0.1:8080/slow error=cancelled"
+        ])
+}
