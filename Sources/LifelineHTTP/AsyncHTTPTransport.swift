@@ -17,7 +17,8 @@ import Glibc
 /// request's `timeout` bounds the whole exchange, body included; the core applies its own timeout
 /// on the host's clock on top, across redirects.
 ///
-/// Threading: any thread. `completion` is called from a Swift task or from an event loop.
+/// Threading: any thread. `completion` is called from an event loop, never from a Swift task, so a
+/// busy cooperative thread pool cannot hold up a response.
 public final class AsyncHTTPTransport: HTTPTransport {
     /// Seconds a new connection (TCP and TLS) may take before the exchange fails with `timeout`.
     public static let defaultConnectTimeout: Double = 10
@@ -82,64 +83,34 @@ public final class AsyncHTTPTransport: HTTPTransport {
         }
         let timeout = request.timeout.isFinite && request.timeout > 0 ? request.timeout : HTTPRequest.defaultTimeout
         let deadline = NIODeadline.now() + AsyncHTTPTransport.amount(seconds: timeout)
-        let exchange = Exchange(completion)
-        let client = self.client
         let context = FailureContext(url: request.url, timeout: timeout, connectTimeout: connectTimeout)
-        let task = Task {
-            do {
-                let response = try await AsyncHTTPTransport.perform(request, on: client, deadline: deadline)
-                exchange.finish(.success(response))
-            } catch {
-                exchange.finish(.failure(AsyncHTTPTransport.failure(for: error, context)))
-            }
+        let outgoing: HTTPClient.Request
+        do {
+            var headers = HTTPHeaders()
+            for header in request.headers { headers.add(name: header.name, value: header.value) }
+            let hasBody = !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method)
+            outgoing = try HTTPClient.Request(
+                url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers,
+                body: hasBody ? .bytes(request.body) : nil)
+        } catch {
+            completion(.failure(AsyncHTTPTransport.failure(for: error, context)))
+            return NothingToCancel()
         }
-        // async-http-client's deadline stops waiting for the response head only; this one also
-        // covers the body.
-        let timer = client.eventLoopGroup.any().scheduleTask(deadline: deadline) {
+        let exchange = Exchange(completion)
+        // The delegate API runs the whole exchange on an event loop: no Swift task, so a busy
+        // cooperative thread pool cannot delay a response or its timeout.
+        let collector = Collector(url: request.url, method: request.method, limit: max(0, request.maximumBodyBytes))
+        let task = client.execute(request: outgoing, delegate: collector, deadline: deadline)
+        task.futureResult.whenComplete { result in
+            exchange.finish(result.mapError { AsyncHTTPTransport.failure(for: $0, context) })
+        }
+        // Also covers a body that stalls after the head.
+        let timer = task.eventLoop.scheduleTask(deadline: deadline) {
             exchange.finish(.failure(context.timedOut))
             task.cancel()
         }
         exchange.attach(task: task, timer: timer)
         return Cancellation(exchange: exchange, url: request.url)
-    }
-
-    // MARK: - The exchange
-
-    private static func perform(
-        _ request: HTTPRequest, on client: HTTPClient, deadline: NIODeadline
-    ) async throws -> HTTPResponse {
-        var outgoing = HTTPClientRequest(url: request.url)
-        outgoing.method = .init(rawValue: request.method)
-        for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
-        if !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method) {
-            outgoing.body = .bytes(request.body)
-        }
-        let response = try await client.execute(outgoing, deadline: deadline)
-        let status = Int(response.status.code)
-        let headers = response.headers.map { HTTPHeader($0.name, $0.value) }
-        let limit = max(0, request.maximumBodyBytes)
-        let length = response.headers.first(name: "content-length").flatMap { Int($0) }
-        // A HEAD response, and 1xx, 204 and 304 responses, carry no body whatever the header says.
-        let hasBody = request.method != "HEAD" && status >= 200 && status != 204 && status != 304
-        if hasBody, let length, length > limit {
-            throw HTTPFailure(
-                .tooLarge,
-                "the response from \(request.url) is \(length) bytes (Content-Length), more than the cap of "
-                    + "\(limit) bytes")
-        }
-        var body: [UInt8] = []
-        if hasBody, let length { body.reserveCapacity(length) }
-        for try await buffer in response.body {
-            guard body.count + buffer.readableBytes <= limit else {
-                // Leaving the loop drops the body stream: the client closes the connection.
-                throw HTTPFailure(
-                    .tooLarge, "the response from \(request.url) is longer than the cap of \(limit) bytes")
-            }
-            body.append(contentsOf: buffer.readableBytesView)
-        }
-        // A cancelled body stream may just end: that is not a complete response.
-        try Task.checkCancellation()
-        return HTTPResponse(status: status, headers: headers, body: body)
     }
 
     // MARK: - Errors
@@ -257,7 +228,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
 private final class Exchange: Sendable {
     private struct State {
         var completion: (@Sendable (Result<HTTPResponse, HTTPFailure>) -> Void)?
-        var task: Task<Void, Never>?
+        var task: HTTPClient.Task<HTTPResponse>?
         var timer: Scheduled<Void>?
     }
 
@@ -268,7 +239,7 @@ private final class Exchange: Sendable {
     }
 
     /// Hands over the task and the deadline's timer; stops the timer if the exchange is already over.
-    func attach(task: Task<Void, Never>, timer: Scheduled<Void>) {
+    func attach(task: HTTPClient.Task<HTTPResponse>, timer: Scheduled<Void>) {
         let finished = state.withLock { state in
             state.task = task
             state.timer = timer
@@ -290,7 +261,7 @@ private final class Exchange: Sendable {
         completion?(result)
     }
 
-    /// Cancels the task: async-http-client then closes the connection.
+    /// Cancels the request: async-http-client then closes the connection.
     func cancelTask() {
         state.withLock { $0.task }?.cancel()
     }
@@ -304,5 +275,55 @@ private struct Cancellation: HTTPCancellable {
     func cancel() {
         exchange.finish(.failure(HTTPFailure(.cancelled, "the request to \(url) was cancelled")))
         exchange.cancelTask()
+    }
+}
+
+/// Reads one response on its event loop, stopping past the body cap.
+private final class Collector: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = HTTPResponse
+    let url: String
+    let method: String
+    let limit: Int
+    // Touched on the request's event loop only.
+    private var status = 0
+    private var headers: [HTTPHeader] = []
+    private var body: [UInt8] = []
+
+    init(url: String, method: String, limit: Int) {
+        self.url = url
+        self.method = method
+        self.limit = limit
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<HTTPResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        status = Int(head.status.code)
+        headers = head.headers.map { HTTPHeader($0.name, $0.value) }
+        // A HEAD response, and 1xx, 204 and 304 responses, carry no body whatever the header says.
+        let hasBody = method != "HEAD" && status >= 200 && status != 204 && status != 304
+        if hasBody, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }) {
+            guard length <= limit else {
+                return task.eventLoop.makeFailedFuture(
+                    HTTPFailure(
+                        .tooLarge,
+                        "the response from \(url) is \(length) bytes (Content-Length), more than the cap of "
+                            + "\(limit) bytes"))
+            }
+            body.reserveCapacity(length)
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<HTTPResponse>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        guard body.count + buffer.readableBytes <= limit else {
+            // A failed future ends the request; the client closes the connection.
+            return task.eventLoop.makeFailedFuture(
+                HTTPFailure(.tooLarge, "the response from \(url) is longer than the cap of \(limit) bytes"))
+        }
+        body.append(contentsOf: buffer.readableBytesView)
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<HTTPResponse>) throws -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers, body: body)
     }
 }

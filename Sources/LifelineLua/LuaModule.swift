@@ -279,10 +279,9 @@ enum LuaModule {
                     + "(such as table.sort or a metamethod called from C)")
             return nil
         }
-        if work.takePendingInterruption() != nil {
-            _ = LuaBackgroundWork.raising(work.interruption!.kind, work.interruptionMessage)(L)
-            lua_rotate(L, -2, -1)  // stack: ..., false, err -> ..., err, false
-            lifeline_pop(L, 1)     // stack: ..., err
+        if let interruption = work.takePendingInterruption() {
+            // The task cancelled itself while it ran: this wait raises that at once.
+            lifeline_push_error(L, interruption.kind.rawValue, work.interruptionMessage)
             return nil
         }
         return work
@@ -418,10 +417,6 @@ enum LuaModule {
             lifeline_push_error(L, failure.kind.rawValue, failure.message)
             return 2
         }
-    }
-
-    private static func taskHandle(_ L: OpaquePointer, _ method: String) -> UnsafeMutablePointer<LifelineTaskHandle>? {
-        lifeline_to_task(L, 1)
     }
 
     /// task:cancel()
