@@ -98,8 +98,8 @@ public final class LifelineHost {
     /// result, by `cancelWait`, or by the app's end.
     private var waits: [Int: Wait] = [:]
     private var nextWaitID = 1
-    /// Runs Swift plugins' async code on the main executor.
-    public let taskExecutor: HostTaskExecutor
+    /// Swift plugins' async slices waiting to run (see `HostTaskExecutor`).
+    let swiftSlices = HostTaskExecutor.Queue()
 
     private struct Wait {
         var plugin: Int
@@ -149,7 +149,6 @@ public final class LifelineHost {
         let recorder = recorder ?? Recorder(profileName: configuration.profile.name)
         self.recorder = recorder
         self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
-        self.taskExecutor = HostTaskExecutor(clock: executor.clock)
         let fatal = configuration.onUnpreemptibleOverrun
         self.watchdog = Watchdog(stopGrace: configuration.stopGrace) { target in
             if target.handler == LifelineHost.loadHandler {
@@ -218,7 +217,7 @@ public final class LifelineHost {
     /// no task left and no handler running (T7).
     public func afterJob() {
         guard appRunning, callDepth == 0, visibleState == .background, lifecycle.state == .background,
-            tasks.active.isEmpty, taskExecutor.queuedJobs == 0
+            tasks.active.isEmpty, swiftSlices.isEmpty
         else { return }
         lifecycle.suspend()
         visibleState = .suspended
@@ -701,6 +700,16 @@ public final class LifelineHost {
         executor.schedule(at: now, owner: .app(generation: generation)) { [unowned self] in
             let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
             call(index, in: openWindow(limit: seconds, handler: handler), callback)
+        }
+    }
+
+    /// Runs one slice of a Swift plugin's async code: under the watchdog while the plugin is part
+    /// of the running app; as is once it is not (a cancelled task unwinding after the app ended).
+    func runSwiftSlice(_ context: PluginContext, _ slice: () -> Void) {
+        guard isCurrent(context) else { return slice() }
+        call(context.index, in: openWindow(limit: profile.transitionLimit, handler: "Swift task")) {
+            slice()
+            return .returned
         }
     }
 

@@ -37,7 +37,7 @@ extension PluginContext {
     public func task(_ operation: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         let id = nextSwiftTaskID
         nextSwiftTaskID += 1
-        let task = Task(executorPreference: host.taskExecutor) { [self] in
+        let task = Task(executorPreference: taskExecutor) { [self] in
             await operation()
             swiftTasks[id] = nil
         }

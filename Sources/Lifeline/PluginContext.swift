@@ -23,6 +23,21 @@ public final class PluginContext: @unchecked Sendable {
     /// Swift tasks started with `task`, by id, until they finish; cancelled when the app ends.
     var swiftTasks: [Int: Task<Void, Never>] = [:]
     var nextSwiftTaskID = 1
+    /// Runs this plugin's async code on the main executor, under the watchdog.
+    public private(set) lazy var taskExecutor: HostTaskExecutor = {
+        // Weak: tasks keep their executor, and must not keep the host or the context alive.
+        final class Owners: @unchecked Sendable {
+            weak var host: LifelineHost?
+            weak var context: PluginContext?
+        }
+        let owners = Owners()
+        owners.host = host
+        owners.context = self
+        return HostTaskExecutor(clock: clock, queue: host.swiftSlices) { slice in
+            guard let host = owners.host, let context = owners.context else { return slice() }
+            host.runSwiftSlice(context, slice)
+        }
+    }()
 
     init(host: LifelineHost, pluginName: String, index: Int, generation: Int) {
         self.host = host

@@ -365,3 +365,17 @@ private struct Ticks: AsyncSequence {
             "2 httpResponse plugin=p method=GET url=http://127.0.0.1:8080/slow error=cancelled"
         ])
 }
+
+@Test func swiftTaskSlice_overrunningItsLimit_isAWatchdogTermination() throws {
+    let plugin = swiftPlugin("p") { context in
+        context.task {
+            try? await context.sleep(seconds: 1)
+            spin(seconds: 0.2)  // one slice, past the 50 ms limit
+        }
+    }
+    let recorder = try simulate("0s launch", [plugin], profile: profile { $0.transitionLimit = 0.05 })
+    let termination = try #require(recorder.termination)
+    #expect(termination.kind == .watchdog)
+    #expect(termination.reason.contains("plugin 'p' was still running its Swift task handler"), "\(termination.reason)")
+    #expect(termination.time == .seconds(1))
+}
