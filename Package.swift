@@ -25,11 +25,7 @@ let package = Package(
             providers: [.apt(["liblua5.4-dev"])]
         ),
         // lua-cjson from the system: apt-get install lua-cjson-dev (the lifeline.json codec).
-        .systemLibrary(
-            name: "CLuaCJSON",
-            pkgConfig: "lua5.4-cjson",
-            providers: [.apt(["lua-cjson-dev"])]
-        ),
+        .systemLibrary(name: "CLuaCJSON", providers: [.apt(["lua-cjson-dev"])]),
         // Lua's macros as functions, the sandbox's C parts, and the trampolines that raise and yield.
         .target(name: "CLuaShims", dependencies: ["CLua", "CLuaCJSON"]),
         // The core: lifecycle, bus, tasks, budgets, watchdog, clock, scenario, report. No Lua.
@@ -38,7 +34,7 @@ let package = Package(
             dependencies: [.product(name: "Logging", package: "swift-log")]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.
-        .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua"]),
+        .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua", "CLuaCJSON"]),
         // The real HTTP transport for `lifeline run`: async-http-client behind the core's interface.
         .target(
             name: "LifelineHTTP",
