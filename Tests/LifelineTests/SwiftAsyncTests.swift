@@ -379,3 +379,40 @@ private struct Ticks: AsyncSequence {
     #expect(termination.reason.contains("plugin 'p' was still running its Swift task handler"), "\(termination.reason)")
     #expect(termination.time == .seconds(1))
 }
+
+// The example in docs/swift-api.md ("Async work"), as written there.
+public final class SessionEnd: SwiftPlugin {
+    public static let name = "session-end-swift"
+    public init() {}
+    public func load(_ context: PluginContext) throws {
+        context.on(.didEnterBackground) { _ in
+            context.task {
+                do {
+                    let response = try await context.withBackgroundTask("session-end") {
+                        try await context.http(
+                            HTTPRequest(method: "POST", url: "http://127.0.0.1:8080/session/end",
+                                        body: Array(#"{"event":"sessionEnd"}"#.utf8)))
+                    }
+                    context.logger.info("server answered \(response.status)")
+                } catch is BackgroundTaskExpired {
+                    context.logger.warning("the task expired before the server answered")
+                } catch {
+                    context.logger.warning("session end not reported: \(error)")
+                }
+            }
+        }
+    }
+}
+
+@Test(arguments: [
+    ("0s http POST 127.0.0.1:8080/session/end -> 200 {\"success\": true} in 300ms", "2.3 taskEnded plugin=session-end-swift task=1 expired=false"),
+    ("0s http * * -> hang", "27 taskEnded plugin=session-end-swift task=1 expired=true"),
+])
+func docsExample_sessionEndInSwift_endsItsTask(_ rule: String, _ ended: String) throws {
+    var descriptor = SessionEnd.descriptor
+    descriptor.network = try NetworkPermissions(["127.0.0.1:*"])
+    let recorder = try simulate("\(rule)\n0s launch\n2s background", [descriptor])
+    #expect(lines(recorder, only: ["taskEnded"]) == [ended])
+    #expect(eventNames(recorder).last == "suspended")
+    #expect(recorder.termination == nil)
+}
