@@ -246,20 +246,33 @@ int lifeline_close_thread(lua_State *L, lua_State *co) {
     return status;
 }
 
-void lifeline_traceback_of(lua_State *L, lua_State *co) {
-    LifelineControl *c = lifeline_control_of(L);
-    c->in_bridge++;
-    const char *msg = lua_tostring(L, -1);
+// Runs protected, with the memory cap on: the error value's __tostring is plugin code.
+static int lifeline_traceback_thunk(lua_State *L) {
+    lua_State *co = (lua_State *)lua_touserdata(L, 2);  // stack: err, co
+    const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
-        if (!(luaL_callmeta(L, -1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)) {
-            lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, -1));
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+            msg = lua_tostring(L, -1);
+        } else {
+            msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
         }
-        lua_remove(L, -2);  // stack: ..., message
-        msg = lua_tostring(L, -1);
     }
-    luaL_traceback(L, co, msg, 0);  // stack: ..., message, full
-    lua_remove(L, -2);
-    c->in_bridge--;
+    luaL_traceback(L, co, msg, 0);
+    return 1;
+}
+
+void lifeline_traceback_of(lua_State *L, lua_State *co) {
+    // None of these three pushes allocates: a light C function, a light userdata, a rotation.
+    lua_pushcfunction(L, lifeline_traceback_thunk);  // stack: ..., err, thunk
+    lua_insert(L, -2);                               // stack: ..., thunk, err
+    lua_pushlightuserdata(L, co);                    // stack: ..., thunk, err, co
+    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {           // stack: ..., message | failure
+        LifelineControl *c = lifeline_control_of(L);
+        c->in_bridge++;
+        lua_pop(L, 1);
+        lua_pushliteral(L, "(the error object's __tostring failed)");
+        c->in_bridge--;
+    }
 }
 
 // Resumes `co` while recording it as the running thread, so a preemption reaches code inside it.

@@ -399,3 +399,16 @@ func asyncAPI_wrongArgument_raisesErrorNamingFunctionAndArgument(_ bad: BadCall)
     #expect(reports[0] == reports[1])
     #expect(reports[0].contains("even 4"))
 }
+
+@Test func background_errorValueWhoseTostringRaises_isAPluginErrorNotACrash() throws {
+    let source = """
+        lifeline.background('bad', function()
+          error(setmetatable({}, {__tostring = function() error('boom in __tostring') end}))
+        end)
+        lifeline.background('fine', function() mark('other work goes on') end)
+        """
+    let recorder = try simulate(plugins(["p": source]), scenario: "0s launch")
+    #expect(marks(recorder) == ["other work goes on"])
+    #expect(pluginErrors(recorder).first?.message == "(the error object's __tostring failed)")
+    #expect(taskEvents(recorder) == ["taskBegan:1", "taskBegan:2", "taskEnded:1:false", "taskEnded:2:false"])
+}
