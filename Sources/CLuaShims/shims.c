@@ -681,6 +681,24 @@ int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
     return lifeline_pcall(L, 2, 0);             // stack: (empty) or message
 }
 
+static int lifeline_call_value_thunk(lua_State *L) {
+    lua_Integer ref = lua_tointeger(L, 1);
+    lua_Integer argref = lua_tointeger(L, 2);
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);     // stack: f
+    lua_rawgeti(L, LUA_REGISTRYINDEX, argref);  // stack: f, arg
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+int lifeline_call_ref_value(lua_State *L, int ref, int argref) {
+    lifeline_control_of(L)->deep_oom = 0;
+    lua_pushcfunction(L, lifeline_call_value_thunk);
+    lua_pushinteger(L, ref);
+    lua_pushinteger(L, argref);
+    return lifeline_pcall(L, 2, 0);
+}
+
 static int lifeline_run_file_thunk(lua_State *L) {
     const char *path = (const char *)lua_touserdata(L, 1);
     lua_settop(L, 0);
@@ -749,6 +767,105 @@ LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id) {
 
 LifelineTaskHandle *lifeline_to_task(lua_State *L, int idx) {
     return (LifelineTaskHandle *)luaL_testudata(L, idx, LIFELINE_TASK);
+}
+
+// ---------------------------------------------------------------- queues and operations
+
+#define LIFELINE_QUEUE "lifeline.queue"
+#define LIFELINE_OPERATION "lifeline.operation"
+
+// obj.id, obj.name (user value 1), and the methods (upvalue 1). Upvalue 2: the metatable's name.
+static int lifeline_object_index(lua_State *L) {
+    LifelineObject *o = (LifelineObject *)luaL_checkudata(L, 1, lua_tostring(L, lua_upvalueindex(2)));
+    const char *key = lua_tostring(L, 2);
+    if (key != NULL && strcmp(key, "id") == 0) {
+        lua_pushinteger(L, o->id);
+        return 1;
+    }
+    if (key != NULL && strcmp(key, "name") == 0) {
+        lua_getiuservalue(L, 1, 1);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+static LifelineObject *lifeline_push_object(lua_State *L, const char *tname, lua_Integer id, const char *name) {
+    LifelineObject *o = (LifelineObject *)lua_newuserdatauv(L, sizeof(LifelineObject), 1);
+    o->id = id;
+    o->flags = 0;
+    luaL_setmetatable(L, tname);
+    if (name != NULL) {
+        lua_pushstring(L, name);
+        lua_setiuservalue(L, -2, 1);
+    }
+    return o;
+}
+
+LifelineObject *lifeline_push_queue(lua_State *L, const char *name) {
+    return lifeline_push_object(L, LIFELINE_QUEUE, 0, name);
+}
+
+LifelineObject *lifeline_to_queue(lua_State *L, int idx) {
+    return (LifelineObject *)luaL_testudata(L, idx, LIFELINE_QUEUE);
+}
+
+LifelineObject *lifeline_push_operation(lua_State *L, lua_Integer id, const char *name) {
+    return lifeline_push_object(L, LIFELINE_OPERATION, id, name);
+}
+
+LifelineObject *lifeline_to_operation(lua_State *L, int idx) {
+    return (LifelineObject *)luaL_testudata(L, idx, LIFELINE_OPERATION);
+}
+
+int lifeline_takes_arguments(lua_State *L, int idx) {
+    lua_Debug ar;
+    lua_pushvalue(L, idx);
+    if (!lua_getinfo(L, ">u", &ar)) return 1;
+    return ar.nparams > 0 || ar.isvararg;
+}
+
+static void lifeline_new_class(lua_State *L, const char *tname, const LifelineReg *methods) {
+    luaL_newmetatable(L, tname);   // stack: ..., mt
+    lua_newtable(L);               // stack: ..., mt, methods
+    for (const LifelineReg *r = methods; r->name; r++) {
+        lifeline_pushbridged(L, r->fn);
+        lua_setfield(L, -2, r->name);
+    }
+    lua_pushstring(L, tname);
+    lua_pushcclosure(L, lifeline_object_index, 2);
+    lua_setfield(L, -2, "__index");
+    lua_pushstring(L, tname);
+    lua_setfield(L, -2, "__name");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);                 // stack: ...
+}
+
+// lifeline.queue(name, opts): __call of the lifeline.queue table. Upvalue 1: the bridged function.
+static int lifeline_queue_call(lua_State *L) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_replace(L, 1);  // the table gives way to the function
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+// Builds lifeline.queue: callable, with the global queue as `background`.
+static void lifeline_open_queues(lua_State *L, const LifelineModuleSpec *spec) {
+    lifeline_new_class(L, LIFELINE_QUEUE, spec->queue_methods);
+    lifeline_new_class(L, LIFELINE_OPERATION, spec->operation_methods);
+    lua_newtable(L);                          // stack: lifeline, queue
+    lifeline_push_queue(L, "background");
+    lua_setfield(L, -2, "background");
+    lua_createtable(L, 0, 2);                 // stack: lifeline, queue, mt
+    lifeline_pushbridged(L, spec->queue_new);
+    lua_pushcclosure(L, lifeline_queue_call, 1);
+    lua_setfield(L, -2, "__call");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);                  // stack: lifeline, queue
+    lua_setfield(L, -2, "queue");             // stack: lifeline
 }
 
 static int lifeline_error_tostring(lua_State *L) {
@@ -937,6 +1054,7 @@ static int lifeline_open_module_thunk(lua_State *L) {
     }
     lua_setfield(L, -2, "http");            // stack: lifeline
     lifeline_open_json(L);
+    lifeline_open_queues(L, spec);
     lifeline_pushbridged(L, spec->config);  // stack: lifeline, config()
     lua_call(L, 0, 1);                      // stack: lifeline, config
     lua_setfield(L, -2, "config");          // stack: lifeline

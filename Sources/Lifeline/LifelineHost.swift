@@ -100,6 +100,10 @@ public final class LifelineHost {
     private var nextWaitID = 1
     /// Swift plugins' async slices waiting to run (see `HostTaskExecutor`).
     let swiftSlices = HostTaskExecutor.Queue()
+    /// Operation queues of this launch, by name (issue 4).
+    private var queues: [String: HostQueue] = [:]
+    /// Operation ids are unique for the host's life.
+    private var nextOperationID = 1
 
     private struct Wait {
         var plugin: Int
@@ -350,6 +354,8 @@ public final class LifelineHost {
             p.context.cancelSwiftTasks()
         }
         plugins.removeAll()
+        for name in queues.keys.sorted() { queues[name]?.abandon() }
+        queues.removeAll()
         // After the plugins closed: a Lua completion then finds its state gone and does nothing,
         // while a Swift continuation is resumed with a cancellation, so no task is left hanging.
         abandonWaits { _ in true }
@@ -544,20 +550,20 @@ public final class LifelineHost {
     }
 
     func endBackgroundTask(_ context: PluginContext, id: Int) -> Bool {
-        switch tasks.end(id: id) {
-        case .ended(let task, let expired):
-            expirationHandlers[id] = nil
-            record(
-                "taskEnded", ("plugin", .string(task.plugin)), ("task", .int(Int64(id))),
-                ("expired", .bool(expired)))
-            return true
-        case .unknown:
-            let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
-                + "or it may have already been ended."
-            logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
-            record("endUnknownTask", ("plugin", .string(context.pluginName)), ("task", .int(Int64(id))))
-            return false
-        }
+        if endTask(id) { return true }
+        let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
+            + "or it may have already been ended."
+        logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
+        record("endUnknownTask", ("plugin", .string(context.pluginName)), ("task", .int(Int64(id))))
+        return false
+    }
+
+    /// Ends an active task and records it; false if it is not active.
+    private func endTask(_ id: Int) -> Bool {
+        guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
+        expirationHandlers[id] = nil
+        record("taskEnded", ("plugin", .string(task.plugin)), ("task", .int(Int64(id))), ("expired", .bool(expired)))
+        return true
     }
 
     private func startBudget() {
@@ -573,6 +579,7 @@ public final class LifelineHost {
         cancelBudgetJobs()
         tasks.leaveBackground()
         executor.releaseHeld()
+        for name in queues.keys.sorted() { queues[name]?.appLeftBackground() }
     }
 
     private func cancelBudgetJobs() {
@@ -696,12 +703,61 @@ public final class LifelineHost {
     func enqueue(
         _ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback
     ) {
-        let index = context.index
-        executor.schedule(at: now, owner: .app(generation: generation)) { [unowned self] in
-            let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
-            call(index, in: openWindow(limit: seconds, handler: handler), callback)
-        }
+        scheduleAppJob { [unowned self] in callNow(context, handler: handler, limit: limit, callback) }
     }
+
+    /// Runs plugin code now, under a watchdog window of its own. Call it from a host job, never
+    /// from inside plugin code (plugin code does not call plugin code).
+    func callNow(_ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
+        guard isCurrent(context) else { return }
+        let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
+        call(context.index, in: openWindow(limit: seconds, handler: handler), callback)
+    }
+
+    /// Schedules a job of this launch of the app: held while it is suspended, dropped once it ended.
+    @discardableResult
+    func scheduleAppJob(after seconds: Double = 0, _ body: @escaping () -> Void) -> MainExecutor.JobID {
+        executor.schedule(at: now.adding(seconds: seconds), owner: .app(generation: generation), body)
+    }
+
+    /// Whether the app is running and no rule has stopped it.
+    var isRunning: Bool { appRunning && !isStopped }
+
+    // MARK: - Operation queues (issue 4)
+
+    /// Why a queue cannot be had.
+    public struct QueueError: Error, Equatable, Sendable {
+        public let message: String
+    }
+
+    /// The queue called `name`, made on first use. `maxConcurrent`, when given, must agree with
+    /// the queue's if it exists.
+    func queue(named name: String, maxConcurrent: Int?) throws(QueueError) -> HostQueue {
+        guard !name.isEmpty else { throw QueueError(message: "a queue's name must not be empty") }
+        if let m = maxConcurrent, m < 1 { throw QueueError(message: "maxConcurrent must be an integer >= 1") }
+        if let q = queues[name] {
+            if let m = maxConcurrent, m != q.maxConcurrent {
+                throw QueueError(
+                    message: "queue '\(name)' already exists with maxConcurrent = \(q.maxConcurrent), not \(m)")
+            }
+            return q
+        }
+        let fallback = name == HostQueue.backgroundName ? HostQueue.backgroundMaxConcurrent : 1
+        let q = HostQueue(name: name, maxConcurrent: maxConcurrent ?? fallback, host: self)
+        queues[name] = q
+        return q
+    }
+
+    func makeOperationID() -> Int {
+        defer { nextOperationID += 1 }
+        return nextOperationID
+    }
+
+    /// Ends a queue's background task.
+    func endQueueTask(_ id: Int) { _ = endTask(id) }
+
+    /// Records a timeline event.
+    func recordEvent(_ event: String, _ fields: [(String, JSONValue)]) { record(event, fields) }
 
     /// Runs one slice of a Swift plugin's async code: under the watchdog while the plugin is part
     /// of the running app; as is once it is not (a cancelled task unwinding after the app ended).

@@ -28,8 +28,13 @@ final class LuaBackgroundWork {
     }
 
     enum Interruption {
-        case expired, cancelled
+        /// The task expired, or the operation's queue task did.
+        case expired
+        case cancelled
+        /// An operation's timeout passed (raised as a cancellation).
+        case timedOut
         var kind: HTTPFailure.Kind { self == .expired ? .expired : .cancelled }
+        var outcome: Outcome { self == .expired ? .expired : .cancelled }
     }
 
     /// Pushes the values a resume passes; returns how many.
@@ -44,8 +49,14 @@ final class LuaBackgroundWork {
         case finished
     }
 
-    let id: Int
+    /// The background task it holds (`lifeline.background`); nil for a queue's operation, whose
+    /// queue holds the task.
+    let taskID: Int?
+    /// What messages call it: "background task 3", "operation 7".
+    let label: String
     let name: String?
+    /// Called once it finished, with what became of it.
+    var onEnd: ((Outcome) -> Void)?
     private unowned let plugin: LuaPlugin
     private let context: PluginContext
     let thread: OpaquePointer
@@ -65,15 +76,17 @@ final class LuaBackgroundWork {
     private var interruptionPending = false
 
     /// The handler name the watchdog and errors use.
-    var handlerName: String { "background task" + (name.map { " '\($0)'" } ?? "") }
+    var handlerName: String { name.map { "\(kindName) '\($0)'" } ?? label }
+    private var kindName: String { taskID == nil ? "operation" : "background task" }
 
     /// - Parameters: `thread` holds `fn` and its arguments (`arguments` of them, the task handle
     ///   first); `threadRef` and `handleRef` are registry references this object releases.
     init(
-        id: Int, name: String?, plugin: LuaPlugin, context: PluginContext, thread: OpaquePointer, threadRef: Int32,
-        handleRef: Int32, arguments: Int32
+        taskID: Int?, label: String, name: String?, plugin: LuaPlugin, context: PluginContext,
+        thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32
     ) {
-        self.id = id
+        self.taskID = taskID
+        self.label = label
         self.name = name
         self.plugin = plugin
         self.context = context
@@ -92,6 +105,17 @@ final class LuaBackgroundWork {
 
     /// Queues the first slice.
     func start() { schedule() }
+
+    /// Runs the first slice now (from a host job: a queue starting the operation).
+    func startNow() {
+        context.callNow(handler: handlerName, limit: .transition) { [self] in runPending() }
+    }
+
+    /// Ends it without running it (an operation that never started); nothing unwinds.
+    func discard() {
+        guard !started, !isFinished else { return }
+        finish(.cancelled, message: nil)
+    }
 
     private func schedule() {
         context.enqueue(handler: handlerName, limit: interruption == nil ? .transition : .expirationHandler) {
@@ -130,7 +154,7 @@ final class LuaBackgroundWork {
         if let interruption, lifeline_is_interruption(L, -1) != 0 {
             // The interruption went uncaught: the work ends as expired or cancelled, not as an error.
             lifeline_pop(L, 1)
-            finish(interruption == .expired ? .expired : .cancelled, message: nil)
+            finish(interruption.outcome, message: nil)
             return .returned
         }
         if status != LUA_ERRMEM { lifeline_traceback_of(L, thread) }
@@ -152,6 +176,15 @@ final class LuaBackgroundWork {
 
     /// Called by a waiting call, inside this coroutine, before it yields: a host wait.
     func waiting(on waitID: Int) { phase = .waiting(waitID: waitID) }
+
+    /// Called by a waiting call that waits on something other than a host wait or a task (an
+    /// operation), inside this coroutine, before it yields; `deliver` ends the wait.
+    func waitingElsewhere() { phase = .waiting(waitID: nil) }
+
+    var isWaiting: Bool {
+        if case .waiting = phase { return true }
+        return false
+    }
 
     /// Called by `task:wait()`, inside this coroutine, before it yields.
     func waiting(for other: LuaBackgroundWork) {
@@ -194,8 +227,9 @@ final class LuaBackgroundWork {
 
     var interruptionMessage: String {
         switch interruption {
-        case .expired?: return "background task \(id) expired"
-        case .cancelled?: return "background task \(id) was cancelled"
+        case .expired?: return "\(label) expired"
+        case .cancelled?: return "\(label) was cancelled"
+        case .timedOut?: return "\(label) timed out"
         case nil: return ""
         }
     }
@@ -210,12 +244,12 @@ final class LuaBackgroundWork {
         closeTimer = context.startTimer(after: grace) { [weak self] in
             guard let self else { return .returned }
             closeTimer = nil
-            return close(then: reason == .expired ? .expired : .cancelled, message: nil)
+            return close(then: reason.outcome, message: nil)
         }
         switch phase {
         case .pending where !started:
             // fn never ran: nothing to unwind.
-            finish(reason == .expired ? .expired : .cancelled, message: nil)
+            finish(reason.outcome, message: nil)
         case .pending:
             phase = .pending(LuaBackgroundWork.raising(reason.kind, interruptionMessage))
         case .waiting(let waitID):
@@ -276,7 +310,9 @@ final class LuaBackgroundWork {
             lifeline_unref(L, handleRef)
             lifeline_unref(L, threadRef)
         }
-        context.endBackgroundTask(id)
+        if let taskID { context.endBackgroundTask(taskID) }
+        onEnd?(outcome)
+        onEnd = nil
         let waiting = waiters
         waiters.removeAll()
         for waiter in waiting {

@@ -42,7 +42,17 @@ enum LuaModule {
         return LifelineModuleSpec(
             functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now,
             config: pushConfig, http: registrations([("request", httpRequest)]),
-            task_methods: registrations([("cancel", taskCancel), ("done", taskDone), ("wait", taskWait)]))
+            task_methods: registrations([("cancel", taskCancel), ("done", taskDone), ("wait", taskWait)]),
+            queue_new: queueNew,
+            queue_methods: registrations([
+                ("add", queueAdd), ("addSequential", queueAddSequential), ("suspend", queueSuspend),
+                ("resume", queueResume), ("cancelAll", queueCancelAll), ("on", queueOn), ("count", queueCount),
+                ("isSuspended", queueIsSuspended),
+            ]),
+            operation_methods: registrations([
+                ("finish", operationFinish), ("cancel", operationCancel), ("isCancelled", operationIsCancelled),
+                ("isFinished", operationIsFinished), ("wait", operationWait),
+            ]))
     }()
 
     /// A C array of registrations, ended by {NULL, NULL}; never freed (it lives as long as the process).
@@ -57,30 +67,30 @@ enum LuaModule {
 
     // MARK: - Helpers
 
-    private static func context(_ L: OpaquePointer) -> (LuaPlugin, PluginContext)? {
+    static func context(_ L: OpaquePointer) -> (LuaPlugin, PluginContext)? {
         let plugin = LuaPlugin.from(L)
         guard let context = plugin.context else { return nil }
         return (plugin, context)
     }
 
-    private static func typeError(_ L: OpaquePointer, _ arg: Int32, _ fname: String, _ expected: String) -> Int32 {
+    static func typeError(_ L: OpaquePointer, _ arg: Int32, _ fname: String, _ expected: String) -> Int32 {
         lifeline_push_typeerror(L, arg, fname, expected)
         return LIFELINE_RAISE
     }
 
-    private static func argError(_ L: OpaquePointer, _ arg: Int32, _ fname: String, _ message: String) -> Int32 {
+    static func argError(_ L: OpaquePointer, _ arg: Int32, _ fname: String, _ message: String) -> Int32 {
         lifeline_push_argerror(L, arg, fname, message)
         return LIFELINE_RAISE
     }
 
     /// The string at `idx`, which must be a Lua string (so no conversion, which could allocate).
-    private static func string(_ L: OpaquePointer, _ idx: Int32) -> String {
+    static func string(_ L: OpaquePointer, _ idx: Int32) -> String {
         var len = 0
         guard let p = lua_tolstring(L, idx, &len) else { return "" }
         return String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
     }
 
-    private static func ref(_ L: OpaquePointer, _ plugin: LuaPlugin, _ idx: Int32) -> LuaRef {
+    static func ref(_ L: OpaquePointer, _ plugin: LuaPlugin, _ idx: Int32) -> LuaRef {
         LuaRef(plugin: plugin, ref: lifeline_ref_function(L, idx))
     }
 
@@ -258,8 +268,8 @@ enum LuaModule {
             }
         }
         let work = LuaBackgroundWork(
-            id: id, name: name, plugin: plugin, context: context, thread: co, threadRef: threadRef,
-            handleRef: handleRef, arguments: 1 + max(0, top - 2))
+            taskID: id, label: "background task \(id)", name: name, plugin: plugin, context: context, thread: co,
+            threadRef: threadRef, handleRef: handleRef, arguments: 1 + max(0, top - 2))
         box.work = work
         plugin.remember(work)
         work.start()
@@ -267,7 +277,7 @@ enum LuaModule {
     }
 
     /// The work whose coroutine makes a waiting call; or pushes why it cannot wait and returns nil.
-    private static func waitingWork(_ L: OpaquePointer, _ fname: String) -> LuaBackgroundWork? {
+    static func waitingWork(_ L: OpaquePointer, _ fname: String) -> LuaBackgroundWork? {
         guard let work = LuaPlugin.from(L).work(thread: L) else {
             lifeline_push_where_message(
                 L,

@@ -77,6 +77,7 @@ public final class LuaPlugin: PluginInstance {
         context = nil
         works.removeAll()
         worksByThread.removeAll()
+        operations.removeAll()
         lifeline_control_free(control)
     }
 
@@ -92,6 +93,12 @@ public final class LuaPlugin: PluginInstance {
                 return outcome(lifeline_call_ref(L, ref, &ev), L)
             }
         }
+    }
+
+    /// Calls the function at registry `ref` with the value at registry `argRef`.
+    func call(ref: Int32, argument argRef: Int32) -> CallOutcome {
+        guard let L = state else { return .returned }
+        return outcome(lifeline_call_ref_value(L, ref, argRef), L)
     }
 
     /// What a failed call came to; pops the error message (with its traceback) from L.
@@ -125,16 +132,19 @@ public final class LuaPlugin: PluginInstance {
 
     // MARK: - Background works
 
-    /// `lifeline.background` works that have not finished.
-    public var liveBackgroundWorks: Int { works.count }
+    /// `lifeline.background` works and queue operations' coroutines that have not finished.
+    public var liveBackgroundWorks: Int { worksByThread.count }
+
+    /// Operations this plugin added that have not finished, by id.
+    var operations: [Int: LuaOperation] = [:]
 
     func remember(_ work: LuaBackgroundWork) {
-        works[work.id] = work
+        if let id = work.taskID { works[id] = work }
         worksByThread[work.thread] = work
     }
 
     func forget(_ work: LuaBackgroundWork) {
-        works[work.id] = nil
+        if let id = work.taskID { works[id] = nil }
         worksByThread[work.thread] = nil
     }
 

@@ -125,6 +125,9 @@ typedef struct LifelineModuleSpec {
     lifeline_bridged config;       // pushes the plugin's [config] table
     const LifelineReg *http;       // lifeline.http's functions, terminated by {NULL, NULL}
     const LifelineReg *task_methods;  // methods of the handle lifeline.background returns
+    lifeline_bridged queue_new;       // lifeline.queue(name, opts)
+    const LifelineReg *queue_methods;      // methods of a queue
+    const LifelineReg *operation_methods;  // methods of an operation
 } LifelineModuleSpec;
 
 /// Builds the `lifeline` module (global and require-able), `lifeline.log`, `lifeline.http`,
@@ -162,6 +165,24 @@ void lifeline_push_error(lua_State *L, const char *kind, const char *message);
 /// Whether the value at `idx` is an error value the host raised to interrupt a wait (expired or
 /// cancelled).
 int lifeline_is_interruption(lua_State *L, int idx);
+
+/// A queue or an operation as Lua sees it: `id`, `name` (user value 1), and methods.
+typedef struct LifelineObject {
+    lua_Integer id;
+    int flags;  // operations: what became of it, once finished (see LuaOperation.Flags)
+} LifelineObject;
+
+/// Pushes a queue (allocates: call with the cap lifted).
+LifelineObject *lifeline_push_queue(lua_State *L, const char *name);
+LifelineObject *lifeline_to_queue(lua_State *L, int idx);
+/// Pushes an operation; `name` may be NULL (allocates: call with the cap lifted).
+LifelineObject *lifeline_push_operation(lua_State *L, lua_Integer id, const char *name);
+LifelineObject *lifeline_to_operation(lua_State *L, int idx);
+/// Whether the function at `idx` declares parameters (or is vararg, or a C function).
+int lifeline_takes_arguments(lua_State *L, int idx);
+/// Calls the function at registry `ref` with the value at registry `argref`, protected; like
+/// lifeline_call_ref.
+int lifeline_call_ref_value(lua_State *L, int ref, int argref);
 
 // Lua's macros, as functions Swift can call.
 void lifeline_pop(lua_State *L, int n);

@@ -1,0 +1,205 @@
+/// The Swift face of operation queues (issue 4): a `BackgroundQueue` is one of the host's named
+/// queues, seen by one plugin, which owns the operations it adds.
+///
+/// ```swift
+/// let uploads = try context.queue("uploads")            // serial
+/// uploads.add(name: "refresh", unique: .drop) { op in
+///     _ = try await context.http(HTTPRequest(url: "http://127.0.0.1:8080/refresh"))
+/// }
+/// context.backgroundQueue.addOperation { _ in print("done") }   // Backgroundable's inTheBackground
+/// ```
+///
+/// Everything here runs on the main executor: call it from a handler, a timer or `context.task`.
+public struct BackgroundQueue {
+    public let core: HostQueue
+    public let context: PluginContext
+
+    public var name: String { core.name }
+    public var maxConcurrent: Int { core.maxConcurrent }
+    /// Pending and running operations.
+    public var count: Int { core.count }
+    public var isSuspended: Bool { core.isSuspended }
+
+    /// An operation to add: a name, a timeout, and its code.
+    public struct Operation {
+        public var name: String?
+        public var timeout: Double
+        public var onTimeout: ((QueueOperation) throws -> Void)?
+        fileprivate var finishesWhenCodeEnds: Bool
+        fileprivate var makeBody: () -> any QueueOperationBody
+
+        /// Async code, run as a task on the main executor: it finishes when the closure returns or
+        /// throws, or earlier with `op.finish()`. A stop (cancel, timeout, expiry) cancels the task.
+        public static func async(
+            name: String? = nil, timeout: Double = HostQueue.defaultTimeout,
+            onTimeout: ((QueueOperation) throws -> Void)? = nil,
+            _ body: @escaping @Sendable (QueueOperation) async throws -> Void
+        ) -> Operation {
+            Operation(
+                name: name, timeout: timeout, onTimeout: onTimeout, finishesWhenCodeEnds: true,
+                makeBody: { SwiftAsyncBody(body) })
+        }
+
+        /// Code run at once, on the main executor, under the watchdog. With `finishesOnReturn`
+        /// false it is Backgroundable's `AsyncOperation`: it finishes only with `op.finish()`
+        /// (from a timer, a callback) or its timeout.
+        public static func sync(
+            name: String? = nil, timeout: Double = HostQueue.defaultTimeout, finishesOnReturn: Bool = true,
+            onTimeout: ((QueueOperation) throws -> Void)? = nil, _ body: @escaping (QueueOperation) throws -> Void
+        ) -> Operation {
+            Operation(
+                name: name, timeout: timeout, onTimeout: onTimeout, finishesWhenCodeEnds: finishesOnReturn,
+                makeBody: { SwiftSyncBody(body) })
+        }
+    }
+
+    /// Adds an operation; returns it, or nil when `unique: .drop` dropped it.
+    @discardableResult
+    public func add(_ operation: Operation, unique: UniquenessPolicy = .ignore) -> QueueOperation? {
+        let op = make(operation)
+        if case .dropped = core.add(op, unique: unique) { return nil }
+        return op
+    }
+
+    /// Adds async code (see `Operation.async`).
+    @discardableResult
+    public func add(
+        name: String? = nil, unique: UniquenessPolicy = .ignore, timeout: Double = HostQueue.defaultTimeout,
+        onTimeout: ((QueueOperation) throws -> Void)? = nil,
+        _ body: @escaping @Sendable (QueueOperation) async throws -> Void
+    ) -> QueueOperation? {
+        add(.async(name: name, timeout: timeout, onTimeout: onTimeout, body), unique: unique)
+    }
+
+    /// Adds synchronous code (see `Operation.sync`).
+    @discardableResult
+    public func addOperation(
+        name: String? = nil, unique: UniquenessPolicy = .ignore, timeout: Double = HostQueue.defaultTimeout,
+        finishesOnReturn: Bool = true, onTimeout: ((QueueOperation) throws -> Void)? = nil,
+        _ body: @escaping (QueueOperation) throws -> Void
+    ) -> QueueOperation? {
+        add(
+            .sync(name: name, timeout: timeout, finishesOnReturn: finishesOnReturn, onTimeout: onTimeout, body),
+            unique: unique)
+    }
+
+    /// Adds operations that run one after another, in order, even when they wait.
+    @discardableResult
+    public func addSequential(_ operations: [Operation]) -> [QueueOperation] {
+        let ops = operations.map(make)
+        core.addSequential(ops)
+        return ops
+    }
+
+    /// Counted: nothing starts until as many `resume()` calls.
+    public func suspend() { core.suspend() }
+    /// Returns false when the queue was not suspended.
+    @discardableResult
+    public func resume() -> Bool { core.resume(context) }
+    public func cancelAll() { core.cancelAll() }
+
+    /// Tells `callback` when the queue starts working and when it drains.
+    public func on(_ event: QueueEvent, perform callback: @escaping () throws -> Void) {
+        core.on(event, context: context) { SwiftCall.outcome(callback) }
+    }
+
+    private func make(_ operation: Operation) -> QueueOperation {
+        let op = QueueOperation(
+            id: context.host.makeOperationID(), name: operation.name, timeout: operation.timeout,
+            finishesWhenCodeEnds: operation.finishesWhenCodeEnds, context: context, onTimeout: nil,
+            body: operation.makeBody())
+        if let onTimeout = operation.onTimeout {
+            op.onTimeout = { [unowned op] in SwiftCall.outcome { try onTimeout(op) } }
+        }
+        return op
+    }
+}
+
+extension PluginContext {
+    /// The queue called `name`, shared by every plugin of the host; made on first use, serial
+    /// unless `maxConcurrent` says otherwise. Throws `LifelineHost.QueueError` when `maxConcurrent`
+    /// is below 1, or differs from the existing queue's.
+    public func queue(_ name: String, maxConcurrent: Int? = nil) throws(LifelineHost.QueueError) -> BackgroundQueue {
+        BackgroundQueue(core: try host.queue(named: name, maxConcurrent: maxConcurrent), context: self)
+    }
+
+    /// The global queue (`lifeline.queue.background` in Lua).
+    public var backgroundQueue: BackgroundQueue {
+        // Cannot throw: the name is not empty and no maxConcurrent is asked for.
+        BackgroundQueue(core: try! host.queue(named: HostQueue.backgroundName, maxConcurrent: nil), context: self)
+    }
+
+    /// Backgroundable's `inTheBackground { }`: synchronous code on the global queue.
+    @discardableResult
+    public func inTheBackground(_ body: @escaping () throws -> Void) -> QueueOperation? {
+        backgroundQueue.addOperation { _ in try body() }
+    }
+
+    /// Runs plugin code now under a watchdog window of its own (see `LifelineHost.callNow`).
+    public func callNow(handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
+        host.callNow(self, handler: handler, limit: limit, callback)
+    }
+
+    /// A new operation id, unique for the host's life.
+    public func makeOperationID() -> Int { host.makeOperationID() }
+}
+
+extension QueueOperation {
+    /// Waits until the operation has finished (or the app ended). Main executor only.
+    public func waitUntilFinished() async {
+        guard !isFinished else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in whenFinished { c.resume() } }
+    }
+
+    /// The handler name the watchdog and errors use.
+    public var handlerName: String { "operation" + (name.map { " '\($0)'" } ?? " \(id)") }
+}
+
+/// Swift async code: a task on the main executor.
+final class SwiftAsyncBody: QueueOperationBody {
+    private let work: @Sendable (QueueOperation) async throws -> Void
+    private var task: Task<Void, Never>?
+
+    init(_ work: @escaping @Sendable (QueueOperation) async throws -> Void) { self.work = work }
+
+    func start(_ op: QueueOperation) {
+        let work = self.work
+        let context = op.context
+        task = context.task {
+            var failed = false
+            do {
+                try await work(op)
+            } catch {
+                if !op.isCancelled && !(error is CancellationError) {
+                    failed = true
+                    context.reportError(
+                        message: "\(error)", traceback: "(Swift code: no traceback)", handler: op.handlerName)
+                }
+            }
+            op.codeEnded(failed: failed)
+        }
+    }
+
+    func stop(_ op: QueueOperation, because reason: QueueOperation.StopReason) { task?.cancel() }
+    func finished(_ op: QueueOperation) { task = nil }
+}
+
+/// Swift code run at once.
+final class SwiftSyncBody: QueueOperationBody {
+    private let work: (QueueOperation) throws -> Void
+
+    init(_ work: @escaping (QueueOperation) throws -> Void) { self.work = work }
+
+    func start(_ op: QueueOperation) {
+        var failed = false
+        op.context.callNow(handler: op.handlerName, limit: .transition) {
+            let outcome = SwiftCall.outcome { try work(op) }
+            if case .raised = outcome { failed = true }
+            return outcome
+        }
+        op.codeEnded(failed: failed)
+    }
+
+    func stop(_ op: QueueOperation, because reason: QueueOperation.StopReason) {}
+    func finished(_ op: QueueOperation) {}
+}

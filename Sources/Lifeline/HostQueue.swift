@@ -1,0 +1,489 @@
+/// Operation queues (issue 4): Backgroundable's queues, on the host's executor and budgets.
+///
+/// A queue runs operations in the order they were added, at most `maxConcurrent` at once. While it
+/// has running operations, or pending ones it may start, it holds exactly one background task: it
+/// begins when work goes from none to some and ends when the queue drains. When that task expires
+/// the queue stops starting operations, stops the running ones, and ends its task so the app can
+/// suspend; the pending ones run again once the app is back in the foreground.
+///
+/// Queues belong to the host, by name, so plugins in Lua and in Swift can share one. They live for
+/// one launch of the app.
+///
+/// Threading: main executor only.
+
+/// What `add` does when an operation with the same name is pending or running.
+public enum UniquenessPolicy: String, Sendable, CaseIterable {
+    /// Names do not matter: add it.
+    case ignore
+    /// Drop the new operation.
+    case drop
+    /// Cancel the old one; the new one takes its place.
+    case replace
+}
+
+/// The events a queue tells its delegates about.
+public enum QueueEvent: String, Sendable, CaseIterable {
+    /// The queue goes from idle to working: before its first operation starts.
+    case willStartOperations
+    /// The queue drained: after its last operation finished, before its task ends.
+    case didFinishOperations
+}
+
+/// What runs an operation's code: the Lua bridge's coroutine, or a Swift closure.
+public protocol QueueOperationBody: AnyObject {
+    /// Starts the code. Called on a job of the main executor, outside any plugin code. The body
+    /// calls `operation.codeEnded(failed:)` once the code is done.
+    func start(_ operation: QueueOperation)
+    /// The operation was cancelled, timed out or expired while its code runs: ask it to stop. The
+    /// body still calls `codeEnded` when the code is done.
+    func stop(_ operation: QueueOperation, because reason: QueueOperation.StopReason)
+    /// The operation finished (whether or not it started): release what the body holds.
+    func finished(_ operation: QueueOperation)
+}
+
+/// One operation of a queue. Main executor only (`@unchecked Sendable` so async code there can
+/// carry it).
+public final class QueueOperation: @unchecked Sendable {
+    public enum State: Sendable { case pending, running, finished }
+    public enum StopReason: Sendable { case cancelled, timedOut, expired }
+
+    /// Unique for the host's life.
+    public let id: Int
+    public let name: String?
+    /// Seconds after it starts at which it is finished and stopped; `.infinity`: never.
+    public let timeout: Double
+    /// Whether it finishes when its code ends; false: only `finish()` (or a stop) finishes it,
+    /// like Backgroundable's `AsyncOperation`.
+    public let finishesWhenCodeEnds: Bool
+    /// The plugin that added it.
+    public let context: PluginContext
+    /// Plugin code called when the timeout passes, before the operation is stopped.
+    public var onTimeout: PluginCallback?
+    var body: (any QueueOperationBody)?
+    weak var queue: HostQueue?
+
+    public private(set) var state: State = .pending
+    /// Whether it was told to stop: cancelled, timed out or expired.
+    public var isCancelled: Bool { stopReason != nil }
+    /// Why it was told to stop, if it was.
+    public private(set) var stopReason: StopReason?
+    /// Whether its code raised.
+    public private(set) var failed = false
+    public var isFinished: Bool { state == .finished }
+
+    /// In a sequence: the operation that must finish before this one starts.
+    var predecessor: QueueOperation?
+    var codeRunning = false
+    var timeoutJob: MainExecutor.JobID?
+    private var observers: [() -> Void] = []
+
+    public init(
+        id: Int, name: String?, timeout: Double, finishesWhenCodeEnds: Bool, context: PluginContext,
+        onTimeout: PluginCallback?, body: any QueueOperationBody
+    ) {
+        self.id = id
+        self.name = name
+        self.timeout = timeout
+        self.finishesWhenCodeEnds = finishesWhenCodeEnds
+        self.context = context
+        self.onTimeout = onTimeout
+        self.body = body
+    }
+
+    /// Finishes it now; harmless once finished. Its code, if it still runs, is not stopped.
+    @discardableResult
+    public func finish() -> Bool {
+        guard state != .finished else { return false }
+        queue?.finished(self)
+        return true
+    }
+
+    /// Cancels it: a pending one finishes at once, a running one is asked to stop.
+    public func cancel() { queue?.stop(self, .cancelled) }
+
+    /// Called by the body when the code is done.
+    public func codeEnded(failed: Bool) {
+        guard codeRunning else { return }
+        codeRunning = false
+        if failed { self.failed = true }
+        if state == .running && (finishesWhenCodeEnds || stopReason != nil || failed) { queue?.finished(self) }
+    }
+
+    /// Calls `observer` once it has finished (at once if it has).
+    public func whenFinished(_ observer: @escaping () -> Void) {
+        if state == .finished { observer() } else { observers.append(observer) }
+    }
+
+    fileprivate func markRunning() {
+        state = .running
+        codeRunning = true
+    }
+
+    fileprivate func markStopped(_ reason: StopReason) { if stopReason == nil { stopReason = reason } }
+
+    fileprivate func markFinished() {
+        state = .finished
+        predecessor = nil
+        let body = self.body
+        self.body = nil
+        body?.finished(self)
+        let observers = self.observers
+        self.observers.removeAll()
+        for observer in observers { observer() }
+    }
+}
+
+/// A named queue of the host.
+public final class HostQueue {
+    /// The global queue's name: `lifeline.queue.background`, `context.backgroundQueue`.
+    public static let backgroundName = "background"
+    /// The global queue runs this many operations at once.
+    public static let backgroundMaxConcurrent = 4
+    /// An operation's timeout when none is given (Backgroundable's).
+    public static let defaultTimeout = 10.0
+
+    public let name: String
+    public let maxConcurrent: Int
+    unowned let host: LifelineHost
+
+    /// Pending operations in order; entries before `head`, and finished ones, are spent.
+    private var pending: [QueueOperation] = []
+    private var head = 0
+    public private(set) var pendingCount = 0
+    public private(set) var running: [QueueOperation] = []
+    /// suspend() calls not yet balanced by resume().
+    public private(set) var suspendCount = 0
+    /// Its task expired in this stay in the background: it starts nothing until the foreground.
+    public private(set) var expired = false
+    private var taskID = 0
+    private var pumpScheduled = false
+    /// Whether willStartOperations was sent for the current stretch of work.
+    private var announced = false
+    private var delegates: [(event: QueueEvent, context: PluginContext, callback: PluginCallback)] = []
+
+    init(name: String, maxConcurrent: Int, host: LifelineHost) {
+        self.name = name
+        self.maxConcurrent = maxConcurrent
+        self.host = host
+    }
+
+    /// Pending and running operations.
+    public var count: Int { pendingCount + running.count }
+    public var isSuspended: Bool { suspendCount > 0 }
+    /// Whether it holds a background task now.
+    public var holdsTask: Bool { taskID != 0 }
+
+    // MARK: - Adding
+
+    /// What `add` did.
+    public enum AddResult {
+        case added
+        /// Dropped under `.drop`: this operation of the same name is pending or running.
+        case dropped(existing: QueueOperation)
+    }
+
+    /// Adds an operation under a uniqueness policy.
+    @discardableResult
+    public func add(_ op: QueueOperation, unique: UniquenessPolicy = .ignore) -> AddResult {
+        if unique != .ignore, let name = op.name, let old = live(named: name) {
+            if unique == .drop {
+                op.queue = self
+                host.recordEvent(
+                    "opDropped", fields(op) + [("existing", .int(Int64(old.id)))])
+                op.markFinished()
+                return .dropped(existing: old)
+            }
+            host.recordEvent("opReplaced", fields(op) + [("replaced", .int(Int64(old.id)))])
+            if old.state == .pending, let i = pendingIndex(of: old) {
+                // It waits in the old one's place, and in its sequence.
+                op.queue = self
+                op.predecessor = old.predecessor
+                for later in pending[(i + 1)...] where later.predecessor === old { later.predecessor = op }
+                pending[i] = op
+                old.markStopped(.cancelled)
+                old.markFinished()
+                host.recordEvent("opFinished", finishedFields(old))
+                ensureTask(op.context)
+                schedulePump()
+                return .added
+            }
+            stop(old, .cancelled)
+            // The old one ran: the new one runs next.
+            enqueue(op, atFront: true)
+            return .added
+        }
+        enqueue(op, atFront: false)
+        return .added
+    }
+
+    /// Adds operations that run one after another, in this order, whatever they wait on. Each
+    /// starts once the one before it finished (whether it returned, failed or was cancelled).
+    public func addSequential(_ ops: [QueueOperation]) {
+        var previous: QueueOperation?
+        for op in ops {
+            op.predecessor = previous
+            enqueue(op, atFront: false)
+            previous = op
+        }
+    }
+
+    private func enqueue(_ op: QueueOperation, atFront: Bool) {
+        op.queue = self
+        if atFront {
+            compact()
+            pending.insert(op, at: head)
+        } else {
+            pending.append(op)
+        }
+        pendingCount += 1
+        ensureTask(op.context)
+        schedulePump()
+    }
+
+    private func live(named name: String) -> QueueOperation? {
+        if let op = running.first(where: { $0.name == name && $0.state == .running }) { return op }
+        for op in pending[head...] where op.state == .pending && op.name == name { return op }
+        return nil
+    }
+
+    private func pendingIndex(of op: QueueOperation) -> Int? {
+        pending[head...].firstIndex { $0 === op }
+    }
+
+    // MARK: - Controls
+
+    /// Counted: the queue starts nothing until as many `resume()` calls.
+    public func suspend() {
+        suspendCount += 1
+        schedulePump()  // ends the task once nothing runs
+    }
+
+    /// Returns false when the queue was not suspended.
+    @discardableResult
+    public func resume(_ context: PluginContext) -> Bool {
+        guard suspendCount > 0 else { return false }
+        suspendCount -= 1
+        if suspendCount == 0 {
+            ensureTask(context)
+            schedulePump()
+        }
+        return true
+    }
+
+    /// Cancels every pending and running operation.
+    public func cancelAll() {
+        for op in running { stop(op, .cancelled) }
+        for op in pending[head...] where op.state == .pending { stop(op, .cancelled) }
+    }
+
+    /// Registers a delegate callback.
+    public func on(_ event: QueueEvent, context: PluginContext, _ callback: @escaping PluginCallback) {
+        delegates.append((event, context, callback))
+    }
+
+    // MARK: - Stopping and finishing
+
+    func stop(_ op: QueueOperation, _ reason: QueueOperation.StopReason) {
+        switch op.state {
+        case .finished:
+            return
+        case .pending:
+            op.markStopped(reason)
+            pendingCount -= 1
+            conclude(op)
+            schedulePump()
+        case .running:
+            guard op.stopReason == nil else { return }
+            op.markStopped(reason)
+            if op.codeRunning {
+                op.body?.stop(op, because: reason)
+            } else {
+                finished(op)
+            }
+        }
+    }
+
+    /// Finishes `op`: running or pending.
+    func finished(_ op: QueueOperation) {
+        switch op.state {
+        case .finished: return
+        case .pending: pendingCount -= 1
+        case .running:
+            running.removeAll { $0 === op }
+            if let job = op.timeoutJob { host.executor.cancel(job) }
+        }
+        conclude(op)
+        schedulePump()
+    }
+
+    private func conclude(_ op: QueueOperation) {
+        op.markFinished()
+        host.recordEvent("opFinished", finishedFields(op))
+    }
+
+    /// The queue's task expired (T3): stop starting, stop what runs; the task ends once it stopped.
+    private func taskExpired() {
+        expired = true
+        for op in running { stop(op, .expired) }
+        schedulePump()
+    }
+
+    /// The app is back in the foreground: what expired may run again.
+    func appLeftBackground() {
+        guard expired else { return }
+        expired = false
+        if let first = pending[head...].first(where: { $0.state == .pending }) { ensureTask(first.context) }
+        schedulePump()
+    }
+
+    /// The app ended: everything goes, with nothing recorded.
+    func abandon() {
+        let ops = running + pending[head...].filter { $0.state == .pending }
+        running.removeAll()
+        pending.removeAll()
+        head = 0
+        pendingCount = 0
+        delegates.removeAll()
+        for op in ops {
+            op.markStopped(.cancelled)
+            op.markFinished()
+        }
+    }
+
+    // MARK: - Running
+
+    /// Whether the queue may start its next operation now.
+    private var canStart: Bool { !expired && suspendCount == 0 && running.count < maxConcurrent }
+
+    /// Begins the queue's task if it has work it may do and holds none.
+    private func ensureTask(_ context: PluginContext) {
+        guard taskID == 0, !expired, !running.isEmpty || (pendingCount > 0 && suspendCount == 0) else { return }
+        let id = context.beginBackgroundTask(name: "queue \(name)") { [weak self] in
+            self?.taskExpired()
+            return .returned
+        }
+        taskID = id
+    }
+
+    private func schedulePump() {
+        guard !pumpScheduled else { return }
+        pumpScheduled = true
+        host.scheduleAppJob { [weak self] in self?.pump() }
+    }
+
+    /// One turn of the queue: starts what it may, tells the delegates, ends the task when done.
+    private func pump() {
+        pumpScheduled = false
+        if !announced && canStart && pendingCount > 0 {
+            announced = true
+            notify(.willStartOperations)
+            guard host.isRunning else { return }
+        }
+        while canStart, let op = nextStartable() {
+            start(op)
+            guard host.isRunning else { return }
+        }
+        if running.isEmpty && (pendingCount == 0 || !canStart) {
+            if pendingCount == 0 && announced {
+                announced = false
+                notify(.didFinishOperations)
+                // A delegate may have added work: then the task carries on.
+                if count > 0 {
+                    schedulePump()
+                    return
+                }
+            }
+            endTask()
+        }
+    }
+
+    private func endTask() {
+        guard taskID != 0 else { return }
+        let id = taskID
+        taskID = 0
+        host.endQueueTask(id)
+    }
+
+    private func notify(_ event: QueueEvent) {
+        for delegate in delegates where delegate.event == event {
+            guard host.isRunning else { return }
+            delegate.context.callNow(handler: "queue '\(name)' \(event.rawValue)", limit: .transition, delegate.callback)
+        }
+    }
+
+    /// The first pending operation whose predecessor finished; removes it from the pending list.
+    private func nextStartable() -> QueueOperation? {
+        var i = head
+        while i < pending.count {
+            let op = pending[i]
+            if op.state != .pending {
+                if i == head { head += 1 }
+                i += 1
+                continue
+            }
+            if let before = op.predecessor, before.state != .finished {
+                i += 1
+                continue
+            }
+            if i == head {
+                head += 1
+                compactIfLarge()
+            } else {
+                pending.remove(at: i)
+            }
+            pendingCount -= 1
+            return op
+        }
+        return nil
+    }
+
+    private func compactIfLarge() {
+        if head > 1024 && head * 2 > pending.count { compact() }
+    }
+
+    private func compact() {
+        guard head > 0 else { return }
+        pending.removeFirst(head)
+        head = 0
+    }
+
+    private func start(_ op: QueueOperation) {
+        op.markRunning()
+        running.append(op)
+        ensureTask(op.context)
+        host.recordEvent("opStarted", fields(op))
+        if op.timeout.isFinite {
+            op.timeoutJob = host.scheduleAppJob(after: op.timeout) { [weak self, weak op] in
+                guard let self, let op else { return }
+                timedOut(op)
+            }
+        }
+        op.body?.start(op)
+    }
+
+    private func timedOut(_ op: QueueOperation) {
+        guard op.state == .running, op.stopReason == nil else { return }
+        op.timeoutJob = nil
+        if let onTimeout = op.onTimeout {
+            op.context.callNow(handler: "operation \(op.id) onTimeout", limit: .transition, onTimeout)
+        }
+        stop(op, .timedOut)
+    }
+
+    // MARK: - Report fields
+
+    private func fields(_ op: QueueOperation) -> [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = [
+            ("plugin", .string(op.context.pluginName)), ("queue", .string(name)), ("op", .int(Int64(op.id))),
+        ]
+        if let n = op.name { f.append(("name", .string(n))) }
+        return f
+    }
+
+    private func finishedFields(_ op: QueueOperation) -> [(String, JSONValue)] {
+        fields(op) + [
+            ("timedOut", .bool(op.stopReason == .timedOut)), ("cancelled", .bool(op.stopReason == .cancelled)),
+            ("expired", .bool(op.stopReason == .expired)), ("failed", .bool(op.failed)),
+        ]
+    }
+}

@@ -1,0 +1,454 @@
+import CLua
+import CLuaShims
+import Lifeline
+
+/// One operation a Lua plugin added to a queue: the coroutine that runs `run(op)`, and the
+/// handle Lua holds. When the operation finishes, what became of it is written into the handle,
+/// so `op:isCancelled()` and `op:wait()` still answer afterwards.
+///
+/// Threading: main executor only. Ownership: the plugin's `operations` holds it until the
+/// operation finishes; it holds a registry reference to the handle, released then.
+final class LuaOperation: QueueOperationBody {
+    /// What the handle records once the operation finished.
+    struct Flags: OptionSet {
+        let rawValue: Int32
+        static let finished = Flags(rawValue: 1)
+        static let cancelled = Flags(rawValue: 2)
+        static let timedOut = Flags(rawValue: 4)
+        static let expired = Flags(rawValue: 8)
+        static let failed = Flags(rawValue: 16)
+    }
+
+    let work: LuaBackgroundWork
+    private unowned let plugin: LuaPlugin
+    let handleRef: Int32
+    weak var operation: QueueOperation?
+
+    init(work: LuaBackgroundWork, plugin: LuaPlugin, handleRef: Int32) {
+        self.work = work
+        self.plugin = plugin
+        self.handleRef = handleRef
+    }
+
+    func start(_ operation: QueueOperation) { work.startNow() }
+
+    func stop(_ operation: QueueOperation, because reason: QueueOperation.StopReason) {
+        switch reason {
+        case .cancelled: work.interrupt(.cancelled)
+        case .timedOut: work.interrupt(.timedOut)
+        case .expired: work.interrupt(.expired)
+        }
+    }
+
+    func finished(_ operation: QueueOperation) {
+        work.discard()
+        plugin.operations[operation.id] = nil
+        guard let L = plugin.state else { return }
+        lifeline_bridge_enter(L)
+        lua_rawgeti(L, lifeline_registryindex(), lua_Integer(handleRef))
+        if let handle = lifeline_to_operation(L, -1) { handle.pointee.flags = LuaOperation.flags(of: operation).rawValue }
+        lifeline_pop(L, 1)
+        lifeline_bridge_leave(L)
+        lifeline_unref(L, handleRef)
+    }
+
+    static func flags(of op: QueueOperation) -> Flags {
+        var flags: Flags = op.isFinished ? .finished : []
+        switch op.stopReason {
+        case .cancelled?: flags.insert(.cancelled)
+        case .timedOut?: flags.insert(.timedOut)
+        case .expired?: flags.insert(.expired)
+        case nil: break
+        }
+        if op.failed { flags.insert(.failed) }
+        return flags
+    }
+
+    /// What `op:wait()` returns: `true`, or `false, why` ("cancelled", "timedOut", "expired",
+    /// "failed").
+    static func pushOutcome(_ L: OpaquePointer, _ flags: Flags) -> Int32 {
+        let why: String? =
+            flags.contains(.timedOut) ? "timedOut"
+            : flags.contains(.expired) ? "expired"
+            : flags.contains(.cancelled) ? "cancelled" : flags.contains(.failed) ? "failed" : nil
+        guard let why else {
+            lua_pushboolean(L, 1)
+            return 1
+        }
+        lua_pushboolean(L, 0)
+        lua_pushstring(L, why)
+        return 2
+    }
+}
+
+/// `lifeline.queue` and the methods of queues and operations (issue 4).
+extension LuaModule {
+    /// The queue a method is called on (its name is in the handle), or pushes why not.
+    private static func queue(_ L: OpaquePointer, _ fname: String) -> (LuaPlugin, BackgroundQueue)? {
+        guard lifeline_to_queue(L, 1) != nil else {
+            lifeline_push_typeerror(L, 1, fname, "lifeline.queue")
+            return nil
+        }
+        lua_getiuservalue(L, 1, 1)
+        let name = string(L, -1)
+        lifeline_pop(L, 1)
+        guard let (plugin, context) = context(L), let queue = try? context.queue(name) else {
+            lifeline_push_where_message(L, "\(fname): the app is not running")
+            return nil
+        }
+        return (plugin, queue)
+    }
+
+    /// lifeline.queue(name, {maxConcurrent = N}) -> queue
+    static let queueNew: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.queue"
+        guard lua_type(L, 1) == LUA_TSTRING else { return typeError(L, 1, fname, "string") }
+        let name = String(string(L, 1).prefix(maximumNameLength))
+        var maxConcurrent: Int?
+        switch lua_type(L, 2) {
+        case LUA_TNIL, LUA_TNONE: break
+        case LUA_TTABLE:
+            lua_pushstring(L, "maxConcurrent")
+            switch lua_rawget(L, 2) {
+            case LUA_TNIL: break
+            case LUA_TNUMBER:
+                var isInteger: Int32 = 0
+                let n = lua_tointegerx(L, -1, &isInteger)
+                guard isInteger != 0, n >= 1 else {
+                    return argError(L, 2, fname, "maxConcurrent must be an integer >= 1")
+                }
+                maxConcurrent = Int(n)
+            default: return argError(L, 2, fname, "maxConcurrent must be an integer >= 1")
+            }
+            lifeline_pop(L, 1)
+        default: return typeError(L, 2, fname, "table")
+        }
+        guard let (_, context) = context(L) else { return 0 }
+        do throws(LifelineHost.QueueError) {
+            _ = try context.queue(name, maxConcurrent: maxConcurrent)
+        } catch {
+            return argError(L, 1, fname, error.message)
+        }
+        lifeline_push_queue(L, name)
+        return 1
+    }
+
+    /// What an operation is to be, read from `fn` or `{name=, unique=, timeout=, onTimeout=, run=}`.
+    private struct OperationSpec {
+        var name: String?
+        var unique = UniquenessPolicy.ignore
+        var timeout = HostQueue.defaultTimeout
+    }
+
+    /// Reads the operation at `idx` (raw reads: no metamethod runs); or pushes why it is not one.
+    private static func readSpec(_ L: OpaquePointer, _ idx: Int32, _ fname: String, arg: Int32) -> OperationSpec? {
+        if lifeline_isfunction(L, idx) != 0 { return OperationSpec() }
+        guard lua_type(L, idx) == LUA_TTABLE else {
+            lifeline_push_argerror(L, arg, fname, "an operation is a function or a table {run = fn, ...}")
+            return nil
+        }
+        var spec = OperationSpec()
+        func field(_ key: String) -> Int32 {
+            lua_pushstring(L, key)
+            return lua_rawget(L, idx)
+        }
+        func fail(_ message: String) -> OperationSpec? {
+            lifeline_pop(L, 1)
+            lifeline_push_argerror(L, arg, fname, message)
+            return nil
+        }
+        guard field("run") == LUA_TFUNCTION || lifeline_isfunction(L, -1) != 0 else {
+            return fail("field 'run' must be a function")
+        }
+        lifeline_pop(L, 1)
+        switch field("name") {
+        case LUA_TNIL: break
+        case LUA_TSTRING: spec.name = String(string(L, -1).prefix(maximumNameLength))
+        default: return fail("field 'name' must be a string")
+        }
+        lifeline_pop(L, 1)
+        switch field("unique") {
+        case LUA_TNIL: break
+        case LUA_TSTRING:
+            guard let policy = UniquenessPolicy(rawValue: string(L, -1)) else {
+                return fail(
+                    "unknown uniqueness policy '\(string(L, -1))'; the policies are: "
+                        + UniquenessPolicy.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+            }
+            spec.unique = policy
+        default: return fail("field 'unique' must be a string")
+        }
+        lifeline_pop(L, 1)
+        if spec.unique != .ignore && spec.name == nil {
+            lifeline_push_argerror(L, arg, fname, "unique = \"\(spec.unique.rawValue)\" needs a name")
+            return nil
+        }
+        switch field("timeout") {
+        case LUA_TNIL: break
+        case LUA_TNUMBER:
+            let t = lua_tonumberx(L, -1, nil)
+            guard !t.isNaN, t > 0 else { return fail("timeout must be a number of seconds > 0 (math.huge: none)") }
+            spec.timeout = t
+        default: return fail("field 'timeout' must be a number")
+        }
+        lifeline_pop(L, 1)
+        switch field("onTimeout") {
+        case LUA_TNIL: break
+        case _ where lifeline_isfunction(L, -1) != 0: break
+        default: return fail("field 'onTimeout' must be a function")
+        }
+        lifeline_pop(L, 1)
+        return spec
+    }
+
+    /// Makes the operation at `idx` (already read by `readSpec`): its handle, its coroutine.
+    private static func makeOperation(
+        _ L: OpaquePointer, _ idx: Int32, _ spec: OperationSpec, _ plugin: LuaPlugin, _ context: PluginContext
+    ) -> (QueueOperation, LuaOperation)? {
+        let isTable = lua_type(L, idx) == LUA_TTABLE
+        // The run function on top.
+        if isTable {
+            lua_pushstring(L, "run")
+            lua_rawget(L, idx)
+        } else {
+            lua_pushvalue(L, idx)
+        }
+        let takesOperation = lifeline_takes_arguments(L, -1) != 0
+        guard let co = lua_newthread(L), lua_checkstack(co, 3) != 0 else {
+            lifeline_pop(L, 2)
+            return nil
+        }
+        let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread; stack: run
+        lua_xmove(L, co, 1)
+        let id = context.makeOperationID()
+        lifeline_push_operation(L, lua_Integer(id), spec.name)
+        lua_pushvalue(L, -1)
+        lua_xmove(L, co, 1)  // run(op)
+        let handleRef = luaL_ref(L, lifeline_registryindex())
+        let work = LuaBackgroundWork(
+            taskID: nil, label: "operation \(id)", name: spec.name, plugin: plugin, context: context, thread: co,
+            threadRef: threadRef, handleRef: LUA_NOREF, arguments: 1)
+        plugin.remember(work)
+        let body = LuaOperation(work: work, plugin: plugin, handleRef: handleRef)
+        var onTimeout: PluginCallback?
+        if isTable {
+            lua_pushstring(L, "onTimeout")
+            if lua_rawget(L, idx) != LUA_TNIL {
+                let fn = ref(L, plugin, -1)
+                onTimeout = { plugin.call(ref: fn.ref, argument: handleRef) }
+            }
+            lifeline_pop(L, 1)
+        }
+        let op = QueueOperation(
+            id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !takesOperation, context: context,
+            onTimeout: onTimeout, body: body)
+        body.operation = op
+        work.onEnd = { [weak op] outcome in op?.codeEnded(failed: outcome == .failed) }
+        plugin.operations[id] = body
+        return (op, body)
+    }
+
+    /// q:add(fn | {name=, unique=, timeout=, onTimeout=, run=}) -> op | nil (dropped)
+    static let queueAdd: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "add"
+        guard let (plugin, queue) = queue(L, fname) else { return LIFELINE_RAISE }
+        guard let spec = readSpec(L, 2, fname, arg: 1) else { return LIFELINE_RAISE }
+        guard let (op, body) = makeOperation(L, 2, spec, plugin, queue.context) else { return 0 }
+        lua_rawgeti(L, lifeline_registryindex(), lua_Integer(body.handleRef))  // before a drop releases it
+        if case .dropped = queue.core.add(op, unique: spec.unique) {
+            lifeline_pop(L, 1)
+            lua_pushnil(L)
+        }
+        return 1
+    }
+
+    /// q:addSequential({op, op, ...}, {wait = false}) -> {op, op, ...}
+    static let queueAddSequential: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "addSequential"
+        guard let (plugin, queue) = queue(L, fname) else { return LIFELINE_RAISE }
+        guard lua_type(L, 2) == LUA_TTABLE else { return typeError(L, 2, fname, "table") }
+        var wait = false
+        switch lua_type(L, 3) {
+        case LUA_TNIL, LUA_TNONE: break
+        case LUA_TTABLE:
+            lua_pushstring(L, "wait")
+            wait = lua_rawget(L, 3) != LUA_TNIL && lua_toboolean(L, -1) != 0
+            lifeline_pop(L, 1)
+        default: return typeError(L, 3, fname, "table")
+        }
+        let n = Int32(clamping: lua_rawlen(L, 2))
+        // Read every operation first, so a bad one adds none.
+        var specs: [OperationSpec] = []
+        for i in 0..<n {
+            lua_rawgeti(L, 2, lua_Integer(i + 1))
+            guard let spec = readSpec(L, lua_gettop(L), "\(fname) (operation \(i + 1))", arg: 1) else {
+                return LIFELINE_RAISE
+            }
+            guard spec.unique == .ignore else {
+                lifeline_pop(L, 1)
+                return argError(L, 1, fname, "operation \(i + 1): unique is for add, not addSequential")
+            }
+            lifeline_pop(L, 1)
+            specs.append(spec)
+        }
+        let work = wait ? waitingWork(L, "addSequential with wait = true") : nil
+        if wait && work == nil { return LIFELINE_RAISE }
+        lua_createtable(L, n, 0)  // the handles
+        let list = lua_gettop(L)
+        var ops: [QueueOperation] = []
+        for (i, spec) in specs.enumerated() {
+            lua_rawgeti(L, 2, lua_Integer(i + 1))
+            guard let (op, body) = makeOperation(L, lua_gettop(L), spec, plugin, queue.context) else {
+                lifeline_pop(L, 1)
+                continue
+            }
+            lifeline_pop(L, 1)
+            lua_rawgeti(L, lifeline_registryindex(), lua_Integer(body.handleRef))
+            lua_rawseti(L, list, lua_Integer(i + 1))
+            ops.append(op)
+        }
+        queue.core.addSequential(ops)
+        guard let work, let last = ops.last else { return 1 }
+        lua_pushvalue(L, list)
+        let listRef = luaL_ref(L, lifeline_registryindex())
+        work.waitingElsewhere()
+        last.whenFinished { [weak work, weak plugin] in
+            guard let work, work.isWaiting else {
+                if let L = plugin?.state { lifeline_unref(L, listRef) }
+                return
+            }
+            work.deliver(
+                LuaBackgroundWork.results { L in
+                    lua_rawgeti(L, lifeline_registryindex(), lua_Integer(listRef))
+                    lifeline_unref(L, listRef)
+                    return 1
+                })
+        }
+        return LIFELINE_YIELD
+    }
+
+    /// q:suspend()
+    static let queueSuspend: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, queue) = queue(L, "suspend") else { return LIFELINE_RAISE }
+        queue.suspend()
+        return 0
+    }
+
+    /// q:resume() -> boolean (false: it was not suspended)
+    static let queueResume: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, queue) = queue(L, "resume") else { return LIFELINE_RAISE }
+        lua_pushboolean(L, queue.resume() ? 1 : 0)
+        return 1
+    }
+
+    /// q:cancelAll()
+    static let queueCancelAll: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, queue) = queue(L, "cancelAll") else { return LIFELINE_RAISE }
+        queue.cancelAll()
+        return 0
+    }
+
+    /// q:on("willStartOperations" | "didFinishOperations", fn)
+    static let queueOn: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "on"
+        guard let (plugin, queue) = queue(L, fname) else { return LIFELINE_RAISE }
+        guard lua_type(L, 2) == LUA_TSTRING else { return typeError(L, 2, fname, "string") }
+        guard let event = QueueEvent(rawValue: string(L, 2)) else {
+            return argError(
+                L, 1, fname,
+                "unknown queue event '\(string(L, 2))'; the events are: "
+                    + QueueEvent.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+        }
+        guard lifeline_isfunction(L, 3) != 0 else { return typeError(L, 3, fname, "function") }
+        let fn = ref(L, plugin, 3)
+        queue.core.on(event, context: queue.context) { plugin.call(ref: fn.ref, event: nil) }
+        return 0
+    }
+
+    /// q:count() -> pending + running operations
+    static let queueCount: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, queue) = queue(L, "count") else { return LIFELINE_RAISE }
+        lua_pushinteger(L, lua_Integer(queue.count))
+        return 1
+    }
+
+    /// q:isSuspended() -> boolean
+    static let queueIsSuspended: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, queue) = queue(L, "isSuspended") else { return LIFELINE_RAISE }
+        lua_pushboolean(L, queue.isSuspended ? 1 : 0)
+        return 1
+    }
+
+    // MARK: - Operations
+
+    /// The operation a method is called on: its flags, and the live operation if not finished.
+    private static func operation(_ L: OpaquePointer, _ fname: String) -> (LuaOperation.Flags, LuaOperation?)? {
+        guard let handle = lifeline_to_operation(L, 1) else {
+            lifeline_push_typeerror(L, 1, fname, "lifeline.operation")
+            return nil
+        }
+        let live = LuaPlugin.from(L).operations[Int(handle.pointee.id)]
+        return (LuaOperation.Flags(rawValue: handle.pointee.flags), live)
+    }
+
+    /// op:finish() -> boolean (false: it had finished)
+    static let operationFinish: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, body) = operation(L, "finish") else { return LIFELINE_RAISE }
+        lua_pushboolean(L, body?.operation?.finish() == true ? 1 : 0)
+        return 1
+    }
+
+    /// op:cancel()
+    static let operationCancel: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, body) = operation(L, "cancel") else { return LIFELINE_RAISE }
+        body?.operation?.cancel()
+        return 0
+    }
+
+    /// op:isCancelled() -> boolean: cancelled, timed out or expired
+    static let operationIsCancelled: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (flags, body) = operation(L, "isCancelled") else { return LIFELINE_RAISE }
+        let stopped: LuaOperation.Flags = [.cancelled, .timedOut, .expired]
+        lua_pushboolean(L, (body?.operation?.isCancelled ?? !flags.isDisjoint(with: stopped)) ? 1 : 0)
+        return 1
+    }
+
+    /// op:isFinished() -> boolean
+    static let operationIsFinished: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (_, body) = operation(L, "isFinished") else { return LIFELINE_RAISE }
+        lua_pushboolean(L, body == nil ? 1 : 0)
+        return 1
+    }
+
+    /// op:wait() -> true | false, why
+    static let operationWait: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        guard let (flags, body) = operation(L, "wait") else { return LIFELINE_RAISE }
+        guard let body, let op = body.operation else { return LuaOperation.pushOutcome(L, flags) }
+        guard let work = waitingWork(L, "op:wait") else { return LIFELINE_RAISE }
+        guard body.work !== work else {
+            lifeline_push_where_message(L, "op:wait: an operation cannot wait for itself")
+            return LIFELINE_RAISE
+        }
+        work.waitingElsewhere()
+        op.whenFinished { [weak work, weak op] in
+            guard let work, work.isWaiting else { return }
+            let flags = op.map(LuaOperation.flags(of:)) ?? [.finished, .cancelled]
+            work.deliver(LuaBackgroundWork.results { L in LuaOperation.pushOutcome(L, flags) })
+        }
+        return LIFELINE_YIELD
+    }
+}
