@@ -18,8 +18,8 @@ private func simulateExample(
 @Suite struct SimulateTests {
     @Test func simulate_sameInputsTwice_giveByteIdenticalReports() throws {
         let ws = try Workspace()
-        for name in ["save-changes", "downloads", "cleanup"] { try ws.linkExample(name) }
-        let s = CLI.packageRoot + "/plugins/downloads/scenarios/drain.scenario"
+        for name in ["save-changes", "downloads", "cleanup", "sync"] { try ws.linkExample(name) }
+        let s = CLI.packageRoot + "/plugins/sync/scenarios/expiration.scenario"
         let a = ws.path + "/a.json", b = ws.path + "/b.json"
         let r1 = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", a])
         let r2 = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", b])
@@ -67,6 +67,53 @@ private func simulateExample(
         #expect(report["termination"] is NSNull)
         #expect(timeline(report).last?["event"] as? String == "suspended")
         #expect(r.stderr.contains(log), "\(r.stderr)")
+    }
+
+    /// sync, deduplication: the refresh asked for again while one is pending is dropped.
+    @Test func example_sync_dropsRefreshesWhileOneIsPending() throws {
+        let (r, report) = try simulateExample("sync", "dedupe")
+        #expect(events(report, "opDropped", plugin: "sync").map { $0["t"] as? Double } == [0, 1, 1])
+        #expect(events(report, "opStarted", plugin: "sync").count == 1)
+        #expect(events(report, "opFinished", plugin: "sync").map { $0["t"] as? Double } == [2])
+        #expect(r.stderr.contains("dropped: one is pending"))
+    }
+
+    /// sync, ordering: three dependent uploads answer in 3 s, 0.5 s and 1 s, yet run one after another.
+    @Test func example_sync_runsTheDependentUploadsInOrder() throws {
+        let (r, report) = try simulateExample("sync", "ordering")
+        let started = events(report, "opStarted", plugin: "sync").filter { ($0["name"] as? String)?.hasPrefix("upload") == true }
+        let finished = events(report, "opFinished", plugin: "sync").filter { ($0["name"] as? String)?.hasPrefix("upload") == true }
+        #expect(started.map { $0["name"] as? String } == ["upload-begin", "upload-items", "upload-commit"])
+        #expect(started.map { $0["t"] as? Double } == [2, 5, 5.5])
+        #expect(finished.map { $0["t"] as? Double } == [5, 5.5, 6.5])
+        #expect(r.stderr.contains("batch 7 committed"), "\(r.stderr)")
+        #expect(r.stderr.contains("uploads done"))
+        // One task for the uploads queue, whatever the number of operations.
+        let queueTasks = events(report, "taskBegan", plugin: "sync").filter { $0["name"] as? String == "queue sync.uploads" }
+        #expect(queueTasks.count == 1)
+    }
+
+    /// sync, timeout: the refresh server hangs; after 5 s the operation times out and onTimeout logs.
+    @Test func example_sync_refreshTimesOut() throws {
+        let (r, report) = try simulateExample("sync", "timeout")
+        let finished = try #require(events(report, "opFinished", plugin: "sync").first)
+        #expect(finished["t"] as? Double == 5)
+        #expect(finished["timedOut"] as? Bool == true)
+        #expect(r.stderr.contains("timed out"))
+    }
+
+    /// sync, expiry: the slow upload is stopped at the expiration, the commit waits, the app
+    /// suspends without termination, and the commit runs back in the foreground.
+    @Test func example_sync_expiresCleanlyThenResumesInTheForeground() throws {
+        let (r, report) = try simulateExample("sync", "expiration")
+        #expect(report["termination"] is NSNull)
+        let items = try #require(events(report, "opFinished", plugin: "sync").first { $0["name"] as? String == "upload-items" })
+        #expect(items["expired"] as? Bool == true)
+        #expect(items["t"] as? Double == 27)
+        #expect(events(report, "suspended").map { $0["t"] as? Double } == [27])
+        let commit = try #require(events(report, "opStarted", plugin: "sync").first { $0["name"] as? String == "upload-commit" })
+        #expect(commit["t"] as? Double == 60)
+        #expect(r.stderr.contains("batch 7 committed"))
     }
 
     @Test func example_downloads_expiresCleanlyThenDrains() throws {
