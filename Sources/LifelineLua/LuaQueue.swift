@@ -19,29 +19,55 @@ final class LuaOperation: QueueOperationBody {
         static let failed = Flags(rawValue: 16)
     }
 
-    let work: LuaBackgroundWork
     private unowned let plugin: LuaPlugin
+    private let context: PluginContext
+    /// `run`, until the operation starts.
+    private var run: LuaRef?
     let handleRef: Int32
+    /// The coroutine, made when the operation starts: a pending operation holds no coroutine.
+    private(set) var work: LuaBackgroundWork?
     weak var operation: QueueOperation?
 
-    init(work: LuaBackgroundWork, plugin: LuaPlugin, handleRef: Int32) {
-        self.work = work
+    init(plugin: LuaPlugin, context: PluginContext, run: LuaRef, handleRef: Int32) {
         self.plugin = plugin
+        self.context = context
+        self.run = run
         self.handleRef = handleRef
     }
 
-    func start(_ operation: QueueOperation) { work.startNow() }
+    func start(_ operation: QueueOperation) {
+        guard let L = plugin.state, let run else { return operation.codeEnded(failed: false) }
+        self.run = nil
+        // The cap is lifted: these allocations cannot raise through this frame.
+        lifeline_bridge_enter(L)
+        guard let co = lua_newthread(L), lua_checkstack(co, 3) != 0 else {
+            lifeline_pop(L, 1)
+            lifeline_bridge_leave(L)
+            return operation.codeEnded(failed: true)
+        }
+        let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
+        lua_rawgeti(co, lifeline_registryindex(), lua_Integer(run.ref))
+        lua_rawgeti(co, lifeline_registryindex(), lua_Integer(handleRef))  // run(op)
+        lifeline_bridge_leave(L)
+        let work = LuaBackgroundWork(
+            taskID: nil, label: "operation \(operation.id)", name: operation.name, plugin: plugin, context: context,
+            thread: co, threadRef: threadRef, handleRef: LUA_NOREF, arguments: 1)
+        work.onEnd = { [weak operation] outcome in operation?.codeEnded(failed: outcome == .failed) }
+        self.work = work
+        plugin.remember(work)
+        work.startNow()
+    }
 
     func stop(_ operation: QueueOperation, because reason: QueueOperation.StopReason) {
         switch reason {
-        case .cancelled: work.interrupt(.cancelled)
-        case .timedOut: work.interrupt(.timedOut)
-        case .expired: work.interrupt(.expired)
+        case .cancelled: work?.interrupt(.cancelled)
+        case .timedOut: work?.interrupt(.timedOut)
+        case .expired: work?.interrupt(.expired)
         }
     }
 
     func finished(_ operation: QueueOperation) {
-        work.discard()
+        run = nil
         plugin.operations[operation.id] = nil
         guard let L = plugin.state else { return }
         lifeline_bridge_enter(L)
@@ -215,22 +241,12 @@ extension LuaModule {
             lua_pushvalue(L, idx)
         }
         let takesOperation = lifeline_takes_arguments(L, -1) != 0
-        guard let co = lua_newthread(L), lua_checkstack(co, 3) != 0 else {
-            lifeline_pop(L, 2)
-            return nil
-        }
-        let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread; stack: run
-        lua_xmove(L, co, 1)
+        let run = ref(L, plugin, -1)
+        lifeline_pop(L, 1)
         let id = context.makeOperationID()
         lifeline_push_operation(L, lua_Integer(id), spec.name)
-        lua_pushvalue(L, -1)
-        lua_xmove(L, co, 1)  // run(op)
         let handleRef = luaL_ref(L, lifeline_registryindex())
-        let work = LuaBackgroundWork(
-            taskID: nil, label: "operation \(id)", name: spec.name, plugin: plugin, context: context, thread: co,
-            threadRef: threadRef, handleRef: LUA_NOREF, arguments: 1)
-        plugin.remember(work)
-        let body = LuaOperation(work: work, plugin: plugin, handleRef: handleRef)
+        let body = LuaOperation(plugin: plugin, context: context, run: run, handleRef: handleRef)
         var onTimeout: PluginCallback?
         if isTable {
             lua_pushstring(L, "onTimeout")
@@ -244,7 +260,6 @@ extension LuaModule {
             id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !takesOperation, context: context,
             onTimeout: onTimeout, body: body)
         body.operation = op
-        work.onEnd = { [weak op] outcome in op?.codeEnded(failed: outcome == .failed) }
         plugin.operations[id] = body
         return (op, body)
     }

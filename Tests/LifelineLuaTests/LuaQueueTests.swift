@@ -448,3 +448,18 @@ final class SharingSwiftPlugin: SwiftPlugin {
         ])
     #expect(marks(recorder) == ["lua-op-2 at 1.0"])
 }
+
+@Test func queue_pendingOperations_holdNoCoroutine_soFiftyThousandFitTheMemoryCap() throws {
+    // A coroutine costs about 1 KiB: 50,000 of them would pass the 32 MiB cap. A pending
+    // operation holds only its handle and its function.
+    let source = """
+        local q = lifeline.queue('many')
+        local f = function() end
+        for i = 1, 50000 do q:add(f) end
+        mark('queued ' .. q:count())
+        """
+    let recorder = try run(source)
+    #expect(recorder.pluginErrorCount == 0, "\(pluginErrors(recorder))")
+    #expect(marks(recorder) == ["queued 50000"])
+    #expect(queueEvents(recorder).filter { $0.hasPrefix("opFinished") }.count == 50000)
+}
