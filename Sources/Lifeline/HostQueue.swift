@@ -141,6 +141,8 @@ public final class HostQueue {
     public static let backgroundMaxConcurrent = 4
     /// An operation's timeout when none is given (Backgroundable's).
     public static let defaultTimeout = 10.0
+    /// The most operations one turn of a queue starts.
+    static let batch = 256
 
     public let name: String
     public let maxConcurrent: Int
@@ -157,6 +159,8 @@ public final class HostQueue {
     public private(set) var expired = false
     private var taskID = 0
     private var pumpScheduled = false
+    /// Inside `pump`: an operation that finishes there needs no new turn, the loop goes on.
+    private var pumping = false
     /// Whether willStartOperations was sent for the current stretch of work.
     private var announced = false
     private var delegates: [(event: QueueEvent, context: PluginContext, callback: PluginCallback)] = []
@@ -366,7 +370,7 @@ public final class HostQueue {
     }
 
     private func schedulePump() {
-        guard !pumpScheduled else { return }
+        guard !pumpScheduled, !pumping else { return }
         pumpScheduled = true
         host.scheduleAppJob { [weak self] in self?.pump() }
     }
@@ -379,9 +383,22 @@ public final class HostQueue {
             notify(.willStartOperations)
             guard host.isRunning else { return }
         }
-        while canStart, let op = nextStartable() {
+        // Operations that finish at once (synchronous code) run in one turn, a batch at a time, so
+        // other jobs still get their turns between batches.
+        pumping = true
+        var started = 0
+        while canStart, started < HostQueue.batch, let op = nextStartable() {
             start(op)
-            guard host.isRunning else { return }
+            started += 1
+            guard host.isRunning else {
+                pumping = false
+                return
+            }
+        }
+        pumping = false
+        if started == HostQueue.batch && canStart && pendingCount > 0 {
+            schedulePump()
+            return
         }
         if running.isEmpty && (pendingCount == 0 || !canStart) {
             if pendingCount == 0 && announced {
@@ -452,13 +469,16 @@ public final class HostQueue {
         running.append(op)
         ensureTask(op.context)
         host.recordEvent("opStarted", fields(op))
-        if op.timeout.isFinite {
-            op.timeoutJob = host.scheduleAppJob(after: op.timeout) { [weak self, weak op] in
+        let startedAt = host.now
+        op.body?.start(op)
+        // Only an operation still running needs its timeout: most synchronous ones are done.
+        if op.state == .running && op.timeout.isFinite {
+            op.timeoutJob = host.scheduleAppJob(at: startedAt.adding(seconds: op.timeout)) {
+                [weak self, weak op] in
                 guard let self, let op else { return }
                 timedOut(op)
             }
         }
-        op.body?.start(op)
     }
 
     private func timedOut(_ op: QueueOperation) {
@@ -472,18 +492,22 @@ public final class HostQueue {
 
     // MARK: - Report fields
 
-    private func fields(_ op: QueueOperation) -> [(String, JSONValue)] {
-        var f: [(String, JSONValue)] = [
-            ("plugin", .string(op.context.pluginName)), ("queue", .string(name)), ("op", .int(Int64(op.id))),
-        ]
+    private func fields(_ op: QueueOperation, extra: Int = 0) -> [(String, JSONValue)] {
+        var f: [(String, JSONValue)] = []
+        f.reserveCapacity(4 + extra)
+        f.append(("plugin", .string(op.context.pluginName)))
+        f.append(("queue", .string(name)))
+        f.append(("op", .int(Int64(op.id))))
         if let n = op.name { f.append(("name", .string(n))) }
         return f
     }
 
     private func finishedFields(_ op: QueueOperation) -> [(String, JSONValue)] {
-        fields(op) + [
-            ("timedOut", .bool(op.stopReason == .timedOut)), ("cancelled", .bool(op.stopReason == .cancelled)),
-            ("expired", .bool(op.stopReason == .expired)), ("failed", .bool(op.failed)),
-        ]
+        var f = fields(op, extra: 4)
+        f.append(("timedOut", .bool(op.stopReason == .timedOut)))
+        f.append(("cancelled", .bool(op.stopReason == .cancelled)))
+        f.append(("expired", .bool(op.stopReason == .expired)))
+        f.append(("failed", .bool(op.failed)))
+        return f
     }
 }

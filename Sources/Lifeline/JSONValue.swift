@@ -2,7 +2,7 @@
 ///
 /// The report is written with this instead of `JSONEncoder` so that key order and number
 /// formatting are fixed by the code, which keeps `lifeline simulate` byte-identical across runs.
-public indirect enum JSONValue: Equatable, Sendable {
+public enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case int(Int64)

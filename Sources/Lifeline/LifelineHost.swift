@@ -716,8 +716,8 @@ public final class LifelineHost {
 
     /// Schedules a job of this launch of the app: held while it is suspended, dropped once it ended.
     @discardableResult
-    func scheduleAppJob(after seconds: Double = 0, _ body: @escaping () -> Void) -> MainExecutor.JobID {
-        executor.schedule(at: now.adding(seconds: seconds), owner: .app(generation: generation), body)
+    func scheduleAppJob(at time: HostTime? = nil, _ body: @escaping () -> Void) -> MainExecutor.JobID {
+        executor.schedule(at: time ?? now, owner: .app(generation: generation), body)
     }
 
     /// Whether the app is running and no rule has stopped it.

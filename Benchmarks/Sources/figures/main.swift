@@ -5,7 +5,10 @@
 //   4. lifeline.background with an immediate return (begin, coroutine, end), next to the same
 //      task begun and ended by hand, and to a bare coroutine.create + resume;
 //   5. requests per second through lifeline.http.request against a loopback server, next to the
-//      same requests made by curl (one process, one kept-alive connection).
+//      same requests made by curl (one process, one kept-alive connection);
+//   6. 100,000 empty operations through a serial Lifeline queue from Swift, next to Foundation's
+//      OperationQueue (maxConcurrentOperationCount = 1) and a serial DispatchQueue doing the same
+//      work; and the cost per operation from Lua.
 // Run it with scripts/bench (release build).
 import CLuaShims
 import Foundation
@@ -272,7 +275,102 @@ func httpFigure() {
                  l, c, l / c))
 }
 
+// MARK: 6. operation queues
+
+/// Adds `count` empty operations to a serial queue in one memory-warning handler.
+final class QueueBench: SwiftPlugin {
+    nonisolated(unsafe) static var count = 0
+    nonisolated(unsafe) static var async = false
+    static let name = "queue-bench"
+    init() {}
+    func load(_ context: PluginContext) throws {
+        context.on(.didReceiveMemoryWarning) { _ in
+            let q = try context.queue("bench")
+            if QueueBench.async {
+                for _ in 0..<QueueBench.count { q.add { _ in } }
+            } else {
+                for _ in 0..<QueueBench.count { q.addOperation { _ in } }
+            }
+        }
+    }
+}
+
+/// ns per operation, from the handler that adds them until the queue has drained and its task ended.
+func lifelineQueue(_ descriptors: [PluginDescriptor], count: Int, keepTimeline: Bool) -> Double {
+    let executor = MainExecutor(clock: VirtualClock())
+    let recorder = Recorder(profileName: "ios13", keepsTimeline: keepTimeline)
+    let host = LifelineHost(configuration: HostConfiguration(), plugins: descriptors, executor: executor, recorder: recorder)
+    defer { host.shutdown() }
+    try! host.perform(.launch)
+    executor.run(shouldStop: { false }, afterJob: host.afterJob)
+    let start = Monotonic.nanoseconds()
+    try! host.perform(.memoryWarning)
+    executor.run(shouldStop: { false }, afterJob: host.afterJob)
+    let ns = Double(Monotonic.nanoseconds() - start) / Double(count)
+    precondition(host.activeTasks.isEmpty && host.recorder.pluginErrorCount == 0)
+    return ns
+}
+
+func swiftQueue(count: Int, async: Bool, keepTimeline: Bool) -> Double {
+    QueueBench.count = count
+    QueueBench.async = async
+    return lifelineQueue([QueueBench.descriptor], count: count, keepTimeline: keepTimeline)
+}
+
+func luaQueue(count: Int) -> Double {
+    let dir = tempPlugins(["p": """
+        local q = lifeline.queue('bench')
+        local f = function() end
+        lifeline.on('didReceiveMemoryWarning', function() for i = 1, \(count) do q:add(f) end end)
+        """])
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    return lifelineQueue(try! LuaPluginLoader.descriptors(in: dir), count: count, keepTimeline: false)
+}
+
+func foundationQueue(count: Int) -> Double {
+    let q = OperationQueue()
+    q.maxConcurrentOperationCount = 1
+    let start = Monotonic.nanoseconds()
+    for _ in 0..<count { q.addOperation {} }
+    q.waitUntilAllOperationsAreFinished()
+    return Double(Monotonic.nanoseconds() - start) / Double(count)
+}
+
+func dispatchQueue(count: Int) -> Double {
+    let q = DispatchQueue(label: "figures.serial")
+    let group = DispatchGroup()
+    let start = Monotonic.nanoseconds()
+    for _ in 0..<count { q.async(group: group) {} }
+    group.wait()
+    return Double(Monotonic.nanoseconds() - start) / Double(count)
+}
+
+func queueFigure() {
+    let n = 100_000
+    var sync: [Double] = [], syncKept: [Double] = [], async: [Double] = [], op: [Double] = [], dq: [Double] = []
+    var lua: [Double] = []
+    for _ in 0..<5 {
+        sync.append(swiftQueue(count: n, async: false, keepTimeline: false))
+        syncKept.append(swiftQueue(count: n, async: false, keepTimeline: true))
+        async.append(swiftQueue(count: n, async: true, keepTimeline: false))
+        op.append(foundationQueue(count: n))
+        dq.append(dispatchQueue(count: n))
+        lua.append(luaQueue(count: 20_000))
+    }
+    let s = median(sync), k = median(syncKept), a = median(async), o = median(op), d = median(dq), l = median(lua)
+    print(String(format: "queue.swift       %.0f ns/op (addOperation, serial, 100k)   with the timeline kept %.0f ns   async add %.0f ns",
+                 s, k, a))
+    print(String(format: "queue.baselines   OperationQueue %.0f ns/op   serial DispatchQueue %.0f ns/op   ratios %.2f / %.2f (addOperation to each)",
+                 o, d, s / o, s / d))
+    print(String(format: "queue.lua         %.0f ns/op (q:add(f), serial, 20k)   ratio to DispatchQueue %.2f", l, l / d))
+}
+
 if only == "background" { backgroundFigure(); exit(0) }
+if only == "queue" { queueFigure(); exit(0) }
+if only == "queue.swift" {  // for a profiler: the Swift serial queue alone
+    print(String(format: "queue.swift %.0f ns/op", swiftQueue(count: 100_000, async: false, keepTimeline: true)))
+    exit(0)
+}
 if only == "http" { httpFigure(); exit(0) }
 
 var hostNs: [Double] = [], bareNs: [Double] = []
@@ -307,3 +405,4 @@ print(String(format: "simulate.3h       %.1f ms wall for a 3-hour scenario, 100 
 
 backgroundFigure()
 httpFigure()
+queueFigure()
