@@ -463,3 +463,31 @@ final class SharingSwiftPlugin: SwiftPlugin {
     #expect(marks(recorder) == ["queued 50000"])
     #expect(queueEvents(recorder).filter { $0.hasPrefix("opFinished") }.count == 50000)
 }
+
+/// The example at the top of docs/queues.md, as written there.
+@Test func docsExample_queues_savesInOrderUnderOneTask() throws {
+    let source = """
+        local q = lifeline.queue("notes")            -- serial: one operation at a time
+        q:on("didFinishOperations", function() print("all saved at", lifeline.now()) end)
+
+        lifeline.on("didEnterBackground", function()
+          for i = 1, 3 do
+            q:add{name = "save-" .. i, run = function()
+              local r = lifeline.http.request{method = "PUT", url = "http://127.0.0.1:8080/notes/" .. i, body = "note " .. i}
+              print("saved", i, r and r.status, lifeline.now())
+            end}
+          end
+        end)
+        """
+    let files = ["notes/init.lua": source, "notes/plugin.toml": "[permissions]\nnetwork = [\"127.0.0.1:*\"]\n"]
+    let recorder = try simulate(
+        files, scenario: "0s   http PUT 127.0.0.1:8080/notes/* -> 204 in 1s\n0s   launch\n2s   background")
+    #expect(recorder.pluginErrorCount == 0, "\(pluginErrors(recorder))")
+    #expect(
+        queueEvents(recorder) == [
+            "taskBegan queue notes@2", "opStarted save-1@2", "opFinished save-1@3", "opStarted save-2@3",
+            "opFinished save-2@4", "opStarted save-3@4", "opFinished save-3@5", "taskEnded@5", "suspended@5",
+        ])
+    let statuses = recorder.timeline.filter { $0.event == "httpResponse" }.map { $0["status"] }
+    #expect(statuses == [.int(204), .int(204), .int(204)])
+}
