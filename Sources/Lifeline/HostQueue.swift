@@ -244,8 +244,9 @@ public final class HostQueue {
         schedulePump()
     }
 
+    /// The pending or running operation called `name`; one that was told to stop does not count.
     private func live(named name: String) -> QueueOperation? {
-        if let op = running.first(where: { $0.name == name && $0.state == .running }) { return op }
+        if let op = running.first(where: { $0.name == name && $0.stopReason == nil }) { return op }
         for op in pending[head...] where op.state == .pending && op.name == name { return op }
         return nil
     }
@@ -299,11 +300,16 @@ public final class HostQueue {
         case .running:
             guard op.stopReason == nil else { return }
             op.markStopped(reason)
-            if op.codeRunning {
-                op.body?.stop(op, because: reason)
-            } else {
-                finished(op)
-            }
+            interrupt(op, reason)
+        }
+    }
+
+    /// Asks a running operation's code to stop; finishes it at once if no code runs.
+    private func interrupt(_ op: QueueOperation, _ reason: QueueOperation.StopReason) {
+        if op.codeRunning {
+            op.body?.stop(op, because: reason)
+        } else {
+            finished(op)
         }
     }
 
@@ -484,10 +490,12 @@ public final class HostQueue {
     private func timedOut(_ op: QueueOperation) {
         guard op.state == .running, op.stopReason == nil else { return }
         op.timeoutJob = nil
+        // Marked first, so the operation counts as timed out even if onTimeout finishes it.
+        op.markStopped(.timedOut)
         if let onTimeout = op.onTimeout {
             op.context.callNow(handler: "operation \(op.id) onTimeout", limit: .transition, onTimeout)
         }
-        stop(op, .timedOut)
+        if op.state == .running { interrupt(op, .timedOut) }
     }
 
     // MARK: - Report fields

@@ -349,13 +349,14 @@ public final class LifelineHost {
         timers.removeAll()
         subscriptions = subscriptions.map { _ in [] }
         subscriptionsByID.removeAll()
+        // Queues first, while the plugins that own their operations are still open.
+        for name in queues.keys.sorted() { queues[name]?.abandon() }
+        queues.removeAll()
         for p in plugins {
             p.instance.close()
             p.context.cancelSwiftTasks()
         }
         plugins.removeAll()
-        for name in queues.keys.sorted() { queues[name]?.abandon() }
-        queues.removeAll()
         // After the plugins closed: a Lua completion then finds its state gone and does nothing,
         // while a Swift continuation is resumed with a cancellation, so no task is left hanging.
         abandonWaits { _ in true }

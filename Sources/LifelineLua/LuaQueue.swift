@@ -19,7 +19,8 @@ final class LuaOperation: QueueOperationBody {
         static let failed = Flags(rawValue: 16)
     }
 
-    private unowned let plugin: LuaPlugin
+    /// Weak: a finished operation may outlive its plugin.
+    private weak var plugin: LuaPlugin?
     private let context: PluginContext
     /// `run`, until the operation starts.
     private var run: LuaRef?
@@ -36,7 +37,7 @@ final class LuaOperation: QueueOperationBody {
     }
 
     func start(_ operation: QueueOperation) {
-        guard let L = plugin.state, let run else { return operation.codeEnded(failed: false) }
+        guard let plugin, let L = plugin.state, let run else { return operation.codeEnded(failed: false) }
         self.run = nil
         // The cap is lifted: these allocations cannot raise through this frame.
         lifeline_bridge_enter(L)
@@ -68,8 +69,8 @@ final class LuaOperation: QueueOperationBody {
 
     func finished(_ operation: QueueOperation) {
         run = nil
-        plugin.operations[operation.id] = nil
-        guard let L = plugin.state else { return }
+        plugin?.operations[operation.id] = nil
+        guard let L = plugin?.state else { return }
         lifeline_bridge_enter(L)
         lua_rawgeti(L, lifeline_registryindex(), lua_Integer(handleRef))
         if let handle = lifeline_to_operation(L, -1) { handle.pointee.flags = LuaOperation.flags(of: operation).rawValue }

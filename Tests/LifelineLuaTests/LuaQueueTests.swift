@@ -491,3 +491,22 @@ final class SharingSwiftPlugin: SwiftPlugin {
     let statuses = recorder.timeline.filter { $0.event == "httpResponse" }.map { $0["status"] }
     #expect(statuses == [.int(204), .int(204), .int(204)])
 }
+
+@Test func queue_uniqueDrop_anOperationUnwindingAfterACancel_doesNotBlockANewOneOfItsName() throws {
+    let source = """
+        local q = lifeline.queue('q', {maxConcurrent = 2})
+        local old = q:add{name = 'r', run = function()
+          pcall(lifeline.sleep, 100)
+          lifeline.sleep(0.5)                 -- unwinds for a while after the cancel
+          mark('old done at ' .. lifeline.now())
+        end}
+        lifeline.after(1, function()
+          old:cancel()
+          local new = q:add{name = 'r', unique = 'drop', run = function() mark('new ran at ' .. lifeline.now()) end}
+          mark('new added: ' .. tostring(new ~= nil))
+        end)
+        """
+    let recorder = try run(source)
+    #expect(marks(recorder) == ["new added: true", "new ran at 1.0", "old done at 1.5"])
+    #expect(!queueEvents(recorder).contains { $0.hasPrefix("opDropped") })
+}

@@ -311,7 +311,7 @@ private func finished(
     let recorder = try simulate("0s launch", [plugin])
     #expect(
         seen.value == [
-            "onTimeout at 5.0 cancelled=false", "slow CancellationError at 5.0", "next start 5.0", "finish at 8: false",
+            "onTimeout at 5.0 cancelled=true", "slow CancellationError at 5.0", "next start 5.0", "finish at 8: false",
         ])
     #expect(slow.value?.stopReason == .timedOut)
     #expect(slow.value?.isFinished == true)
@@ -765,3 +765,79 @@ private func finished(
             "0 taskBegan plugin=p1 task=1 name=queue shared", "3 taskEnded plugin=p1 task=1 expired=false",
         ])
 }
+
+@Test func didFinishOperations_addingWork_carriesOnUnderTheSameTask() throws {
+    let seen = Shared<[String]>([])
+    let plugin = swiftPlugin("p") { context in
+        let q = try context.queue("q")
+        var addAgain = true
+        q.on(.willStartOperations) { seen.append("will at \(context.now)") }
+        q.on(.didFinishOperations) {
+            seen.append("did at \(context.now)")
+            if addAgain {
+                addAgain = false
+                q.add(name: "b") { _ in try await context.sleep(seconds: 1) }
+            }
+        }
+        context.on(.didEnterBackground) { _ in
+            q.add(name: "a") { _ in try await context.sleep(seconds: 1) }
+        }
+    }
+    let recorder = try simulate("0s launch\n1s background", [plugin])
+    #expect(seen.value == ["will at 1.0", "did at 2.0", "will at 2.0", "did at 3.0"])
+    #expect(
+        lines(recorder, only: opLines) == [
+            started("1", 1, "a"), finished("2", 1, "a"), started("2", 2, "b"), finished("3", 2, "b"),
+        ])
+    #expect(
+        lines(recorder, only: taskLines) == [
+            "1 taskBegan plugin=p task=1 name=queue q", "3 taskEnded plugin=p task=1 expired=false", "3 suspended",
+        ])
+}
+
+@Test func longQueue_pastItsCompaction_keepsTheOrder_replacesInPlace_andCancels() throws {
+    let order = Shared<[String]>([])
+    let ops = Shared<[QueueOperation]>([])
+    let plugin = swiftPlugin("p") { context in
+        let q = Unchecked(value: try context.queue("q"))
+        context.on(.didFinishLaunching) { _ in
+            // n0...n1999 are ops 1...2000. More than 1,024 have started by the time n1500 runs.
+            for i in 0..<2000 {
+                let op = q.value.add(name: "n\(i)") { _ in
+                    order.append("n\(i)")
+                    if i == 1500 {
+                        q.value.add(name: "n1800", unique: .replace) { _ in order.append("new n1800") }  // op 2001
+                    }
+                    if i == 1600 { ops.value[1700].cancel() }
+                }
+                if let op { ops.append(op) }
+            }
+        }
+    }
+    let recorder = try simulate("0s launch", [plugin])
+    var expected = (0..<2000).filter { $0 != 1700 }.map { "n\($0)" }
+    expected[expected.firstIndex(of: "n1800")!] = "new n1800"
+    #expect(order.value == expected)
+    #expect(
+        lines(recorder, only: ["opReplaced"]) == ["0 opReplaced plugin=p queue=q op=2001 name=n1800 replaced=1801"])
+    #expect(
+        lines(recorder, only: ["opFinished"]).filter { $0.contains("cancelled=true") } == [
+            finished("0", 1801, "n1800", .cancelled), finished("0", 1701, "n1700", .cancelled),
+        ])
+    #expect(lines(recorder, only: ["opStarted"]).count == 1999)
+    #expect(lines(recorder, only: ["taskBegan", "taskEnded"]).count == 2)
+}
+
+@Test func timeout_onTimeoutThatFinishesTheOperation_stillRecordsItAsTimedOut() throws {
+    let plugin = swiftPlugin("p") { context in
+        let q = try context.queue("q")
+        context.on(.didFinishLaunching) { _ in
+            q.addOperation(name: "async-style", timeout: 2, finishesOnReturn: false, onTimeout: { op in op.finish() }) {
+                _ in
+            }
+        }
+    }
+    let recorder = try simulate("0s launch", [plugin])
+    #expect(lines(recorder, only: opLines) == [started("0", 1, "async-style"), finished("2", 1, "async-style", .timedOut)])
+}
+
