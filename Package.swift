@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Lua 5.4 from the system: apt-get install liblua5.4-dev
@@ -31,7 +32,11 @@ let package = Package(
         // The core: lifecycle, bus, tasks, budgets, watchdog, clock, scenario, report. No Lua.
         .target(
             name: "Lifeline",
-            dependencies: [.product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                // The state dir's database (the plugins' stores): SQLite, apt libsqlite3-dev.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.
         .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua", "CLuaCJSON"]),

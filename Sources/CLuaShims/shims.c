@@ -868,6 +868,42 @@ static void lifeline_open_queues(lua_State *L, const LifelineModuleSpec *spec) {
     lua_setfield(L, -2, "queue");             // stack: lifeline
 }
 
+// lifeline.store.transaction(fn). Upvalues: begin and commit (bridged), rollback (light userdata).
+// fn runs under lua_pcall, which cannot yield, and the waiting calls refuse to wait while the
+// transaction is open. Whatever fn does, raise, get stopped by the watchdog or run out of memory,
+// the rollback is a plain C call here: it runs even when Lua cannot run another instruction.
+static int lifeline_store_transaction(lua_State *L) {
+    lifeline_store_rollback rollback = (lifeline_store_rollback)lua_touserdata(L, lua_upvalueindex(3));
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);                        // stack: fn
+    lua_pushvalue(L, lua_upvalueindex(1));   // stack: fn, begin
+    lua_call(L, 0, 0);                       // stack: fn
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {   // stack: err
+        rollback(L);
+        return lua_error(L);
+    }
+    lua_pushvalue(L, lua_upvalueindex(2));   // stack: commit
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {   // stack: err
+        rollback(L);
+        return lua_error(L);
+    }
+    return 0;
+}
+
+// Adds `transaction` to lifeline.store, which must already be in the module.
+static void lifeline_open_store_transaction(lua_State *L, const LifelineModuleSpec *spec) {
+    if (lua_getfield(L, -1, "store") != LUA_TTABLE) {  // stack: lifeline, store
+        lua_pop(L, 1);
+        return;
+    }
+    lifeline_pushbridged(L, spec->store_begin);
+    lifeline_pushbridged(L, spec->store_commit);
+    lua_pushlightuserdata(L, (void *)spec->store_rollback);
+    lua_pushcclosure(L, lifeline_store_transaction, 3);  // stack: lifeline, store, transaction
+    lua_setfield(L, -2, "transaction");
+    lua_pop(L, 1);                                       // stack: lifeline
+}
+
 static int lifeline_error_tostring(lua_State *L) {
     lua_getfield(L, 1, "message");
     return 1;
@@ -1047,12 +1083,15 @@ static int lifeline_open_module_thunk(lua_State *L) {
     lua_pushliteral(L, LIFELINE_ERROR);
     lua_setfield(L, -2, "__name");
     lua_pop(L, 1);                          // stack: lifeline
-    lua_newtable(L);                        // stack: lifeline, http
-    for (const LifelineReg *r = spec->http; r->name; r++) {
-        lifeline_pushbridged(L, r->fn);
-        lua_setfield(L, -2, r->name);
+    for (const LifelineSubtable *t = spec->tables; t->name; t++) {
+        lua_newtable(L);                    // stack: lifeline, table
+        for (const LifelineReg *r = t->functions; r->name; r++) {
+            lifeline_pushbridged(L, r->fn);
+            lua_setfield(L, -2, r->name);
+        }
+        lua_setfield(L, -2, t->name);       // stack: lifeline
     }
-    lua_setfield(L, -2, "http");            // stack: lifeline
+    lifeline_open_store_transaction(L, spec);
     lifeline_open_json(L);
     lifeline_open_queues(L, spec);
     lifeline_pushbridged(L, spec->config);  // stack: lifeline, config()

@@ -29,6 +29,9 @@ public struct HostConfiguration: Sendable {
     public var onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)?
     /// Where plugins' HTTP requests go: the scripted network in simulate, a real client in run.
     public var transport: any HTTPTransport = NoNetworkTransport()
+    /// The state dir's database, which holds the plugins' stores; nil: stores are unavailable, and
+    /// every store call says so.
+    public var database: StateDatabase?
 
     public init(
         profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,
@@ -104,6 +107,8 @@ public final class LifelineHost {
     private var queues: [String: HostQueue] = [:]
     /// Operation ids are unique for the host's life.
     private var nextOperationID = 1
+    /// The plugins' stores, by plugin name: they outlive every launch of the app.
+    private var stores: [String: PluginStore] = [:]
 
     private struct Wait {
         var plugin: Int
@@ -287,6 +292,15 @@ public final class LifelineHost {
     ) -> [(plugin: PluginDescriptor, failure: String?)] {
         var configuration = configuration
         configuration.loadFailurePolicy = .skip
+        if configuration.database == nil {
+            // A plugin may use its store while it loads; check keeps nothing it writes.
+            if let result = try? StateDatabase.withTemporary({ database throws(LifelineError) in
+                configuration.database = database
+                return check(configuration: configuration, plugins: plugins)
+            }) {
+                return result
+            }
+        }
         return plugins.sorted { $0.name < $1.name }.map { descriptor in
             // A host per plugin, so nothing one plugin does (T8 while loading, say) reaches the next.
             let host = LifelineHost(
@@ -723,6 +737,20 @@ public final class LifelineHost {
 
     /// Whether the app is running and no rule has stopped it.
     var isRunning: Bool { appRunning && !isStopped }
+
+    // MARK: - Stores (issue 5)
+
+    /// The plugin's store, made on first use.
+    func store(_ context: PluginContext) throws(StoreError) -> PluginStore {
+        if let store = stores[context.pluginName] { return store }
+        guard let database = configuration.database else {
+            throw StoreError("the host was started without a state dir, so there is no store")
+        }
+        let quota = descriptors.first { $0.name == context.pluginName }?.storeQuota ?? PluginStore.defaultQuota
+        let store = PluginStore(plugin: context.pluginName, quota: quota, database: database)
+        stores[context.pluginName] = store
+        return store
+    }
 
     // MARK: - Operation queues (issue 4)
 

@@ -43,15 +43,19 @@ public struct PluginDescriptor: Sendable {
     public var kind: PluginKind
     /// The hosts the plugin may reach (plugin.toml's `[permissions] network`).
     public var network: NetworkPermissions = .none
+    /// Bytes its store may keep (plugin.toml's `[limits] store`); nil: `PluginStore.defaultQuota`.
+    public var storeQuota: Int?
     /// Makes a new instance, or says why the plugin cannot be loaded (file:line where known).
     public var make: @Sendable () throws(LifelineError) -> any PluginInstance
 
     public init(
-        name: String, kind: PluginKind, network: NetworkPermissions = .none, make: @escaping @Sendable () throws(LifelineError) -> any PluginInstance
+        name: String, kind: PluginKind, network: NetworkPermissions = .none, storeQuota: Int? = nil,
+        make: @escaping @Sendable () throws(LifelineError) -> any PluginInstance
     ) {
         self.name = name
         self.kind = kind
         self.network = network
+        self.storeQuota = storeQuota
         self.make = make
     }
 }

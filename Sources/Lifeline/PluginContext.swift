@@ -137,6 +137,13 @@ public final class PluginContext: @unchecked Sendable {
         host.reportError(self, message: message, traceback: traceback, handler: handler)
     }
 
+    /// The plugin's durable store (issue 5). It lives in the state dir's database, so it outlives
+    /// this launch of the app and the host. Throws when the host has no state dir.
+    public func store() throws(StoreError) -> PluginStore {
+        guard isCurrent else { throw StoreError("the app is not running, so the store cannot be used") }
+        return try host.store(self)
+    }
+
     /// The profile's limits, for the bridge's timing rules.
     public var profile: Profile { host.profile }
 }

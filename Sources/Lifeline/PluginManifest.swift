@@ -6,6 +6,8 @@ public struct PluginManifest: Equatable, Sendable {
     public var description: String?
     /// Per-plugin memory cap in bytes, from [limits] memory; nil means the host default.
     public var memoryLimit: Int?
+    /// Per-plugin store quota in bytes, from [limits] store; nil means `PluginStore.defaultQuota`.
+    public var storeQuota: Int?
     /// [permissions] network: the HOST:PORT patterns of `NetworkPermissions`, checked when parsed.
     public var networkPermissions: [String]
     /// The free-form [config] table.
@@ -23,6 +25,7 @@ public struct PluginManifest: Equatable, Sendable {
         version = nil
         description = nil
         memoryLimit = nil
+        storeQuota = nil
         networkPermissions = []
         config = TOMLTable()
     }
@@ -53,10 +56,16 @@ public struct PluginManifest: Equatable, Sendable {
                 }
             case "limits":
                 for (key, value, line) in try reader.table(value, "limits", line).entries {
-                    guard key == "memory" else {
-                        throw reader.unknown(key, value, in: "limits", line, valid: "memory")
+                    switch key {
+                    case "memory":
+                        manifest.memoryLimit = try reader.bytes(
+                            value, "memory", line, minimum: PluginManifest.minimumMemoryLimit,
+                            maximum: reader.maximumMemoryLimit)
+                    case "store":
+                        manifest.storeQuota = try reader.bytes(value, "store", line, minimum: 1, maximum: Int.max)
+                    default:
+                        throw reader.unknown(key, value, in: "limits", line, valid: "memory, store")
                     }
-                    manifest.memoryLimit = try reader.memory(value, line)
                 }
             case "config": manifest.config = try reader.table(value, "config", line)
             default:
@@ -102,26 +111,26 @@ private struct Reader {
         return table
     }
 
-    /// Bytes from an integer, or from a string with a unit such as "64MiB".
-    func memory(_ value: TOMLValue, _ line: Int) throws(LifelineError) -> Int {
+    /// Bytes from an integer, or from a string with a unit such as "64MiB": `[limits] KEY`.
+    func bytes(_ value: TOMLValue, _ key: String, _ line: Int, minimum: Int, maximum: Int) throws(LifelineError) -> Int {
         let bytes: Int
         switch value {
         case .integer(let integer):
-            guard let exact = Int(exactly: integer) else { throw fail(line, "[limits] memory is too large") }
+            guard let exact = Int(exactly: integer) else { throw fail(line, "[limits] \(key) is too large") }
             bytes = exact
         case .string(let text):
-            bytes = try size(text, line)
+            bytes = try size(text, key, line)
         default:
-            throw fail(line, "[limits] memory must be a number of bytes or a string like \"64MiB\"")
+            throw fail(line, "[limits] \(key) must be a number of bytes or a string like \"64MiB\"")
         }
-        guard bytes > 0 else { throw fail(line, "[limits] memory must be more than 0 bytes") }
-        guard bytes >= PluginManifest.minimumMemoryLimit else {
-            throw fail(line, "[limits] memory is \(PluginManifest.formatBytes(bytes)), below the minimum of "
-                + PluginManifest.formatBytes(PluginManifest.minimumMemoryLimit))
+        guard bytes > 0 else { throw fail(line, "[limits] \(key) must be more than 0 bytes") }
+        guard bytes >= minimum else {
+            throw fail(line, "[limits] \(key) is \(PluginManifest.formatBytes(bytes)), below the minimum of "
+                + PluginManifest.formatBytes(minimum))
         }
-        guard bytes <= maximumMemoryLimit else {
-            throw fail(line, "[limits] memory is \(PluginManifest.formatBytes(bytes)), above the host maximum of "
-                + PluginManifest.formatBytes(maximumMemoryLimit))
+        guard bytes <= maximum else {
+            throw fail(line, "[limits] \(key) is \(PluginManifest.formatBytes(bytes)), above the host maximum of "
+                + PluginManifest.formatBytes(maximum))
         }
         return bytes
     }
@@ -132,16 +141,16 @@ private struct Reader {
         "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
     ]
 
-    func size(_ text: String, _ line: Int) throws(LifelineError) -> Int {
+    func size(_ text: String, _ key: String, _ line: Int) throws(LifelineError) -> Int {
         let trimmed = Self.trimmed(text)
         let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
         let unit = Self.trimmed(trimmed.dropFirst(digits.count))
         guard !digits.isEmpty, let multiplier = Self.units[unit] else {
-            throw fail(line, "[limits] memory \"\(text)\" is not a size; write a whole number with an optional "
+            throw fail(line, "[limits] \(key) \"\(text)\" is not a size; write a whole number with an optional "
                 + "unit (B, KiB, MiB, GiB, KB, MB, GB), like \"64MiB\"")
         }
         guard let count = Int(digits), case let (bytes, false) = count.multipliedReportingOverflow(by: multiplier)
-        else { throw fail(line, "[limits] memory \"\(text)\" is too large") }
+        else { throw fail(line, "[limits] \(key) \"\(text)\" is too large") }
         return bytes
     }
 

@@ -10,9 +10,18 @@ public enum Simulation {
     /// Runs `scenario` against the plugins. Throws a load failure (exit 65) or an internal error.
     ///
     /// - Parameter until: the latest time to run to; default, the last step + 15 minutes.
+    /// - Parameter configuration: without a `database`, the plugins' stores live in a temporary
+    ///   state dir that is removed afterwards.
     public static func run(
         scenario: Scenario, plugins: [PluginDescriptor], configuration: HostConfiguration, until: HostTime? = nil
     ) throws(LifelineError) -> Recorder {
+        guard configuration.database != nil else {
+            return try StateDatabase.withTemporary { database throws(LifelineError) in
+                var configuration = configuration
+                configuration.database = database
+                return try run(scenario: scenario, plugins: plugins, configuration: configuration, until: until)
+            }
+        }
         var configuration = configuration
         configuration.loadFailurePolicy = .abort
         configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch

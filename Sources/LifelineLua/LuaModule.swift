@@ -41,7 +41,8 @@ enum LuaModule {
         regs[functions.count] = LifelineReg(name: nil, fn: nil)
         return LifelineModuleSpec(
             functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now,
-            config: pushConfig, http: registrations([("request", httpRequest)]),
+            config: pushConfig,
+            tables: subtables([("http", [("request", httpRequest)]), ("store", LuaStore.functions)]),
             task_methods: registrations([("cancel", taskCancel), ("done", taskDone), ("wait", taskWait)]),
             queue_new: queueNew,
             queue_methods: registrations([
@@ -52,7 +53,8 @@ enum LuaModule {
             operation_methods: registrations([
                 ("finish", operationFinish), ("cancel", operationCancel), ("isCancelled", operationIsCancelled),
                 ("isFinished", operationIsFinished), ("wait", operationWait),
-            ]))
+            ]),
+            store_begin: LuaStore.begin, store_commit: LuaStore.commit, store_rollback: LuaStore.rollback)
     }()
 
     /// A C array of registrations, ended by {NULL, NULL}; never freed (it lives as long as the process).
@@ -63,6 +65,16 @@ enum LuaModule {
         }
         regs[functions.count] = LifelineReg(name: nil, fn: nil)
         return UnsafePointer(regs)
+    }
+
+    /// A C array of sub-tables, ended by {NULL, NULL}; never freed (it lives as long as the process).
+    private static func subtables(_ tables: [(String, [(String, lifeline_bridged)])]) -> UnsafePointer<LifelineSubtable> {
+        let list = UnsafeMutablePointer<LifelineSubtable>.allocate(capacity: tables.count + 1)
+        for (i, (name, functions)) in tables.enumerated() {
+            list[i] = LifelineSubtable(name: strdup(name), functions: registrations(functions))
+        }
+        list[tables.count] = LifelineSubtable(name: nil, functions: nil)
+        return UnsafePointer(list)
     }
 
     // MARK: - Helpers
@@ -284,6 +296,12 @@ enum LuaModule {
                 "\(fname) waits, so it must be called from inside a function that lifeline.background runs "
                     + "(not from a handler, a timer, the main chunk or a coroutine of your own); "
                     + "wrap the work in lifeline.background(name, fn)")
+            return nil
+        }
+        guard !LuaPlugin.from(L).inStoreTransaction else {
+            lifeline_push_where_message(
+                L, "\(fname) cannot wait inside lifeline.store.transaction: a transaction may not wait; "
+                    + "wait before it or after it")
             return nil
         }
         guard lua_isyieldable(L) != 0 else {

@@ -28,7 +28,7 @@ public enum LuaPluginLoader {
             let network = (try? NetworkPermissions(manifest.networkPermissions)) ?? .none
             let config = manifest.config
             result.append(
-                PluginDescriptor(name: name, kind: .lua, network: network) {
+                PluginDescriptor(name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota) {
                     () throws(LifelineError) -> any PluginInstance in
                     try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: config)
                 })

@@ -29,7 +29,7 @@ struct Run: ParsableCommand {
     @Option(help: "The folder of plugins: every subfolder with an init.lua.")
     var plugins: String
 
-    @Option(help: "Where crash reports go (default: ~/.local/state/lifeline).")
+    @Option(help: "Where the plugins' stores and crash reports live (default: ~/.local/state/lifeline).")
     var stateDir: String?
 
     @Option(help: "Also write the whole JSON report here when the app ends.")
@@ -67,6 +67,7 @@ struct Run: ParsableCommand {
                     }
                 })
             configuration.transport = transport
+            configuration.database = try StateDatabase.open(stateDirectory: stateDirectory)
             let host = LifelineHost(
                 configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
             let signals = SignalSteps(

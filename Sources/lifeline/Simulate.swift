@@ -8,7 +8,7 @@ struct Simulate: ParsableCommand {
         abstract: "Replay a scripted lifecycle in virtual time and write a JSON verdict.",
         discussion: """
             Example:
-              lifeline simulate --plugins plugins \\
+              lifeline simulate --plugins plugins [--state-dir DIR] \\
                 --scenario plugins/save-changes/scenarios/save.scenario --report -
 
             The scenario may script the network with http lines (simulate never touches the
@@ -34,6 +34,9 @@ struct Simulate: ParsableCommand {
 
     @Option(help: "Where to write the JSON report; - for stdout.")
     var report: String?
+
+    @Option(help: "Keep the plugins' stores in this state dir (default: a temporary one, removed afterwards).")
+    var stateDir: String?
 
     @Option(help: "Multiply real handler time by this before comparing it with a watchdog limit.")
     var watchdogScale: Double = 1
@@ -65,7 +68,7 @@ struct Simulate: ParsableCommand {
             let descriptors = try loadDescriptors(plugins)
             let limit = try until.map { u throws(LifelineError) in try Scenario.parseTime(u, at: "--until") }
             let reportPath = report
-            let configuration = HostConfiguration(
+            var configuration = HostConfiguration(
                 profile: try profileOptions.resolved(), watchdogScale: watchdogScale,
                 onUnpreemptibleOverrun: { overrun in
                     // W3: Swift code cannot be stopped; give the verdict now and end the process.
@@ -79,6 +82,7 @@ struct Simulate: ParsableCommand {
                         exitWithError(error)
                     }
                 })
+            if let stateDir { configuration.database = try StateDatabase.open(stateDirectory: stateDir) }
             let recorder = try Simulation.run(
                 scenario: parsed, plugins: descriptors, configuration: configuration, until: limit)
             if let reportPath { try writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }

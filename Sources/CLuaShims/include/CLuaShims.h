@@ -115,6 +115,15 @@ typedef struct LifelineReg {
     lifeline_bridged fn;
 } LifelineReg;
 
+/// A table of functions inside the module: `lifeline.http`, `lifeline.store`, ...
+typedef struct LifelineSubtable {
+    const char *name;
+    const LifelineReg *functions;  // terminated by {NULL, NULL}
+} LifelineSubtable;
+
+/// Drops a plugin's open store transaction; never raises and touches no Lua stack.
+typedef void (*lifeline_store_rollback)(lua_State *L);
+
 /// What the `lifeline` module is made of: Swift functions, the log sink, the handle's cancel.
 typedef struct LifelineModuleSpec {
     const LifelineReg *functions;  // terminated by {NULL, NULL}
@@ -123,11 +132,15 @@ typedef struct LifelineModuleSpec {
     lifeline_bridged epoch_now;    // pushes the host clock's wall time (seconds since 1970)
     lifeline_bridged clock_now;    // pushes seconds since the host started, on the host's clock
     lifeline_bridged config;       // pushes the plugin's [config] table
-    const LifelineReg *http;       // lifeline.http's functions, terminated by {NULL, NULL}
+    const LifelineSubtable *tables;  // lifeline.http, lifeline.store, ...: terminated by {NULL, NULL}
     const LifelineReg *task_methods;  // methods of the handle lifeline.background returns
     lifeline_bridged queue_new;       // lifeline.queue(name, opts)
     const LifelineReg *queue_methods;      // methods of a queue
     const LifelineReg *operation_methods;  // methods of an operation
+    // lifeline.store.transaction(fn), built in C so that the rollback runs on every path.
+    lifeline_bridged store_begin;          // opens the transaction (raises when one is open)
+    lifeline_bridged store_commit;         // writes it (raises, e.g. over the quota; closed either way)
+    lifeline_store_rollback store_rollback;
 } LifelineModuleSpec;
 
 /// Builds the `lifeline` module (global and require-able), `lifeline.log`, `lifeline.http`,

@@ -1,0 +1,215 @@
+import GRDB
+
+/// Why a store call failed; the message says what to do about it.
+public struct StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// One plugin's durable key-value store (issue 5): `lifeline.store` in Lua, `context.store` in Swift.
+///
+/// - Values are JSON values: strings, numbers, booleans, and tables (arrays and objects) of them.
+/// - Each plugin sees only its own keys: every row carries the plugin's name.
+/// - A quota bounds what a plugin keeps: the bytes of its keys and values (as JSON text) together.
+/// - Outside a transaction, each `set` and `delete` is its own SQLite transaction: when it returns,
+///   the change is in the database and survives the host being killed.
+/// - A transaction collects the changes in memory and writes them at `commit`, all or nothing, so
+///   no database lock is held while plugin code runs. Reads inside it see its own changes.
+///
+/// Threading: main executor only.
+public final class PluginStore {
+    public let plugin: String
+    /// Bytes of keys and values the plugin may keep.
+    public let quota: Int
+    private let database: StateDatabase
+    /// Bytes the committed rows use; read from the database on first need, then kept up to date.
+    private var committedUsage: Int?
+    /// An open transaction: each changed key's new JSON text, or nil where it was deleted.
+    private var pending: [String: String?]?
+    /// The usage the open transaction would leave.
+    private var pendingUsage = 0
+
+    /// The quota of a plugin whose plugin.toml sets none: 10 MiB.
+    public static let defaultQuota = 10 * 1024 * 1024
+    /// The longest key, in bytes.
+    public static let maximumKeyLength = 1024
+
+    init(plugin: String, quota: Int, database: StateDatabase) {
+        self.plugin = plugin
+        self.quota = quota
+        self.database = database
+    }
+
+    /// Whether a transaction is open.
+    public var isInTransaction: Bool { pending != nil }
+
+    /// The value stored under `key`, or nil.
+    public func get(_ key: String) throws(StoreError) -> JSONValue? {
+        guard let text = try storedText(key) else { return nil }
+        do {
+            return try JSONValue.parse(text)
+        } catch {
+            throw StoreError("the stored value of '\(key)' is not valid JSON: \(error.message)")
+        }
+    }
+
+    /// Stores `value` under `key`. Throws, and changes nothing, when the plugin's quota would be
+    /// exceeded.
+    public func set(_ key: String, _ value: JSONValue) throws(StoreError) {
+        try check(key)
+        try check(value, depth: 0)
+        try put(key, value.serialized())
+    }
+
+    /// Deletes `key`. Returns whether it was there.
+    @discardableResult
+    public func delete(_ key: String) throws(StoreError) -> Bool {
+        try put(key, nil)
+    }
+
+    /// The keys that start with `prefix`, in byte order.
+    public func keys(prefix: String = "") throws(StoreError) -> [String] {
+        var keys = try database.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT key FROM store WHERE plugin = ? AND key >= ? ORDER BY key",
+                arguments: [plugin, prefix])
+        }
+        // Byte order, which is SQLite's BINARY order, puts every key with the prefix in one run.
+        if let end = keys.firstIndex(where: { !$0.utf8.starts(with: prefix.utf8) }) { keys.removeSubrange(end...) }
+        guard let pending else { return keys }
+        var set = Set(keys)
+        for (key, text) in pending where key.utf8.starts(with: prefix.utf8) {
+            if text == nil { set.remove(key) } else { set.insert(key) }
+        }
+        return set.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// Runs `body` in a transaction: its changes are written together when it returns, or not at
+    /// all when it throws. `body` cannot wait: it is not async.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try beginTransaction()
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            rollback()
+            throw error
+        }
+        try commit()
+        return result
+    }
+
+    // MARK: - Transactions, in parts (the Lua bridge's form)
+
+    /// Opens a transaction. Transactions do not nest.
+    public func beginTransaction() throws(StoreError) {
+        guard pending == nil else { throw StoreError("a store transaction is already open: transactions do not nest") }
+        pendingUsage = try usage()
+        pending = [:]
+    }
+
+    /// Writes the open transaction's changes in one SQLite transaction. On failure nothing is
+    /// written, and the transaction is closed either way.
+    public func commit() throws(StoreError) {
+        guard let changes = pending else { return }
+        pending = nil
+        guard !changes.isEmpty else { return }
+        let plugin = self.plugin
+        try database.write { db in
+            for key in changes.keys.sorted() {
+                if let text = changes[key]! {
+                    try db.execute(
+                        sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, ?, ?)",
+                        arguments: [plugin, key, text])
+                } else {
+                    try db.execute(sql: "DELETE FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+                }
+            }
+        }
+        committedUsage = pendingUsage
+    }
+
+    /// Drops the open transaction's changes; harmless when none is open.
+    public func rollback() {
+        pending = nil
+    }
+
+    // MARK: - Inside
+
+    private func usage() throws(StoreError) -> Int {
+        if let committedUsage { return committedUsage }
+        let plugin = self.plugin
+        let total = try database.read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT CAST(total(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))) AS INTEGER)
+                    FROM store WHERE plugin = ?
+                    """, arguments: [plugin]) ?? 0
+        }
+        committedUsage = total
+        return total
+    }
+
+    private func storedText(_ key: String) throws(StoreError) -> String? {
+        if let pending, let change = pending[key] { return change }
+        let plugin = self.plugin
+        return try database.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+        }
+    }
+
+    /// Sets (text) or deletes (nil) one key, within the quota. Returns whether the key existed.
+    @discardableResult
+    private func put(_ key: String, _ text: String?) throws(StoreError) -> Bool {
+        let old = try storedText(key)
+        let before = try pending == nil ? usage() : pendingUsage
+        let size = { (t: String?) in t.map { key.utf8.count + $0.utf8.count } ?? 0 }
+        let after = before - size(old) + size(text)
+        if text != nil, after > quota, after > before {
+            throw StoreError(
+                "plugin '\(plugin)' would keep \(PluginManifest.formatBytes(after)) in its store, over its quota of "
+                    + "\(PluginManifest.formatBytes(quota)) (set another with [limits] store in plugin.toml)")
+        }
+        if pending != nil {
+            pending![key] = .some(text)
+            pendingUsage = after
+            return old != nil
+        }
+        let plugin = self.plugin
+        try database.write { db in
+            if let text {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, ?, ?)",
+                    arguments: [plugin, key, text])
+            } else {
+                try db.execute(sql: "DELETE FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+            }
+        }
+        committedUsage = after
+        return old != nil
+    }
+
+    private func check(_ key: String) throws(StoreError) {
+        guard !key.isEmpty else { throw StoreError("a store key must not be empty") }
+        guard key.utf8.count <= PluginStore.maximumKeyLength else {
+            throw StoreError("a store key is at most \(PluginStore.maximumKeyLength) bytes long")
+        }
+    }
+
+    private func check(_ value: JSONValue, depth: Int) throws(StoreError) {
+        guard depth <= JSONValue.maximumDepth else {
+            throw StoreError("a stored value may nest at most \(JSONValue.maximumDepth) tables deep")
+        }
+        switch value {
+        case .number(let text):
+            guard let d = Double(text), d.isFinite else {
+                throw StoreError("cannot store the number '\(text)': only finite numbers can be stored")
+            }
+        case .array(let items): for item in items { try check(item, depth: depth + 1) }
+        case .object(let fields): for (_, item) in fields { try check(item, depth: depth + 1) }
+        case .null, .bool, .int, .string: break
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import GRDB
+
+/// The host's durable state: one SQLite file, `lifeline.sqlite`, in the state dir, in WAL mode.
+/// It holds each plugin's store (issue 5) and outlives every launch of the app, and the host.
+///
+/// A write returns once SQLite has committed it to the write-ahead log. With `synchronous =
+/// NORMAL`, a committed write survives the host being killed (SIGKILL); only a power cut can lose
+/// the last few.
+///
+/// Threading: main executor only (GRDB's queue serializes, but the host never shares it).
+public final class StateDatabase: Sendable {
+    /// The file's path; `:memory:` never, a temporary folder stands in for simulate.
+    public let path: String
+    let queue: DatabaseQueue
+
+    /// The file's name inside a state dir.
+    public static let fileName = "lifeline.sqlite"
+
+    /// Opens (and creates, or migrates) the database at `path`.
+    public init(path: String) throws(LifelineError) {
+        self.path = path
+        var config = Configuration()
+        config.journalMode = .wal
+        // Another process (`lifeline transfers`) may read while the host writes.
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        do {
+            queue = try DatabaseQueue(path: path, configuration: config)
+            try StateDatabase.migrator.migrate(queue)
+        } catch {
+            throw .badInput("cannot open the state database '\(path)': \(error)")
+        }
+    }
+
+    /// The state dir that holds the file.
+    public var directory: String { (path as NSString).deletingLastPathComponent }
+
+    /// Runs `body` with a database in a new temporary state dir, removed afterwards: simulate's
+    /// and check's stores when no `--state-dir` is given.
+    public static func withTemporary<T>(_ body: (StateDatabase) throws(LifelineError) -> T) throws(LifelineError) -> T {
+        var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("lifeline-state-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw .internalError("cannot make a temporary state dir: \(String(cString: strerror(errno)))")
+        }
+        let directory = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let database = try StateDatabase.open(stateDirectory: directory)
+        return try body(database)
+    }
+
+    /// Opens the database of a state dir, creating the folder.
+    public static func open(stateDirectory: String) throws(LifelineError) -> StateDatabase {
+        do {
+            try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .badInput("cannot create the state dir '\(stateDirectory)': \(error.localizedDescription)")
+        }
+        return try StateDatabase(path: (stateDirectory as NSString).appendingPathComponent(fileName))
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("store") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE store (
+                        plugin TEXT NOT NULL,
+                        key TEXT NOT NULL,
+                        value TEXT NOT NULL,
+                        PRIMARY KEY (plugin, key)
+                    ) WITHOUT ROWID
+                    """)
+        }
+        return m
+    }
+
+    /// Runs `body` in one write transaction; a thrown error rolls it back.
+    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try queue.write(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError("the state database failed: \(error)")
+        }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        do {
+            return try queue.read(body)
+        } catch {
+            throw StoreError("the state database failed: \(error)")
+        }
+    }
+}

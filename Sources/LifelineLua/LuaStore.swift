@@ -1,0 +1,259 @@
+import CLua
+import CLuaShims
+import Lifeline
+
+/// `lifeline.store`: a plugin's durable key-value store (issue 5), bridged to `PluginStore`.
+///
+/// Values cross as JSON values: strings, numbers (integers stay integers), booleans, and tables
+/// that are arrays (keys 1..n) or have string keys only. `transaction` is built in C (see
+/// `lifeline_store_transaction`); these are its parts.
+enum LuaStore {
+    static let functions: [(String, lifeline_bridged)] = [
+        ("get", get), ("set", set), ("delete", delete), ("keys", keys),
+    ]
+
+    /// The plugin's store, or pushes why there is none and returns nil.
+    private static func store(_ L: OpaquePointer, _ fname: String) -> PluginStore? {
+        guard let (_, context) = LuaModule.context(L) else {
+            lifeline_push_where_message(L, "\(fname): the app is not running")
+            return nil
+        }
+        do throws(StoreError) {
+            return try context.store()
+        } catch {
+            lifeline_push_where_message(L, "\(fname): \(error.message)")
+            return nil
+        }
+    }
+
+    private static func raise(_ L: OpaquePointer, _ fname: String, _ error: StoreError) -> Int32 {
+        lifeline_push_where_message(L, "\(fname): \(error.message)")
+        return LIFELINE_RAISE
+    }
+
+    private static func key(_ L: OpaquePointer, _ fname: String) -> String? {
+        guard lua_type(L, 1) == LUA_TSTRING else { return nil }
+        return LuaModule.string(L, 1)
+    }
+
+    /// lifeline.store.get(key) -> value | nil
+    static let get: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.store.get"
+        guard let key = key(L, fname) else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard let store = store(L, fname) else { return LIFELINE_RAISE }
+        do throws(StoreError) {
+            guard let value = try store.get(key) else {
+                lua_pushnil(L)
+                return 1
+            }
+            return push(L, value) ? 1 : raise(L, fname, StoreError("the value of '\(key)' nests too deep"))
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.store.set(key, value)
+    static let set: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.store.set"
+        guard let key = key(L, fname) else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard lua_type(L, 2) != LUA_TNONE, lua_type(L, 2) != LUA_TNIL else {
+            return LuaModule.argError(L, 2, fname, "a value expected (use lifeline.store.delete to remove a key)")
+        }
+        let value: JSONValue
+        switch read(L, 2) {
+        case .success(let v): value = v
+        case .failure(let why): return LuaModule.argError(L, 2, fname, why.message)
+        }
+        guard let store = store(L, fname) else { return LIFELINE_RAISE }
+        do throws(StoreError) {
+            try store.set(key, value)
+            return 0
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.store.delete(key) -> whether it was there
+    static let delete: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.store.delete"
+        guard let key = key(L, fname) else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard let store = store(L, fname) else { return LIFELINE_RAISE }
+        do throws(StoreError) {
+            lua_pushboolean(L, try store.delete(key) ? 1 : 0)
+            return 1
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.store.keys([prefix]) -> array of keys, in byte order
+    static let keys: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.store.keys"
+        var prefix = ""
+        switch lua_type(L, 1) {
+        case LUA_TSTRING: prefix = LuaModule.string(L, 1)
+        case LUA_TNONE, LUA_TNIL: break
+        default: return LuaModule.typeError(L, 1, fname, "string")
+        }
+        guard let store = store(L, fname) else { return LIFELINE_RAISE }
+        do throws(StoreError) {
+            let keys = try store.keys(prefix: prefix)
+            lua_createtable(L, Int32(clamping: keys.count), 0)  // stack: ..., keys
+            for (i, key) in keys.enumerated() {
+                lua_pushlstring(L, key, key.utf8.count)
+                lua_rawseti(L, -2, lua_Integer(i + 1))
+            }
+            return 1
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// Opens the transaction of `lifeline.store.transaction`.
+    static let begin: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.store.transaction"
+        guard let store = store(L, fname) else { return LIFELINE_RAISE }
+        do throws(StoreError) {
+            try store.beginTransaction()
+            LuaPlugin.from(L).inStoreTransaction = true
+            return 0
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// Writes it, once the function returned.
+    static let commit: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        LuaPlugin.from(L).inStoreTransaction = false
+        guard let store = store(L, "lifeline.store.transaction") else { return LIFELINE_RAISE }
+        do throws(StoreError) {
+            try store.commit()
+            return 0
+        } catch {
+            return raise(L, "lifeline.store.transaction", error)
+        }
+    }
+
+    /// Drops it: the function raised, or the commit failed. Touches no Lua stack.
+    static let rollback: lifeline_store_rollback = { L in
+        guard let L else { return }
+        let plugin = LuaPlugin.from(L)
+        plugin.inStoreTransaction = false
+        try? plugin.context?.store().rollback()
+    }
+
+    // MARK: - Values
+
+    /// The Lua value at `idx` as a JSON value, or why it cannot be stored. Reads raw (no
+    /// metamethods), so nothing can raise through this frame.
+    static func read(_ L: OpaquePointer, _ idx: Int32) -> Result<JSONValue, StoreError> {
+        var path: Set<UnsafeRawPointer> = []
+        do {
+            return .success(try read(L, lua_absindex(L, idx), depth: 0, path: &path))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func read(
+        _ L: OpaquePointer, _ idx: Int32, depth: Int, path: inout Set<UnsafeRawPointer>
+    ) throws(StoreError) -> JSONValue {
+        switch lua_type(L, idx) {
+        case LUA_TNIL: return .null
+        case LUA_TBOOLEAN: return .bool(lua_toboolean(L, idx) != 0)
+        case LUA_TSTRING: return .string(LuaModule.string(L, idx))
+        case LUA_TNUMBER:
+            if lua_isinteger(L, idx) != 0 { return .int(Int64(lua_tointegerx(L, idx, nil))) }
+            let d = lua_tonumberx(L, idx, nil)
+            guard d.isFinite else { throw StoreError("cannot store \(d): only finite numbers can be stored") }
+            return .number(floatText(d))
+        case LUA_TTABLE:
+            guard depth < JSONValue.maximumDepth else {
+                throw StoreError("a stored value may nest at most \(JSONValue.maximumDepth) tables deep")
+            }
+            guard let pointer = lua_topointer(L, idx), !path.contains(pointer) else {
+                throw StoreError("cannot store a table that contains itself")
+            }
+            guard lua_checkstack(L, 3) != 0 else { throw StoreError("the value nests too deep") }
+            path.insert(pointer)
+            defer { path.remove(pointer) }
+            var integers: [(Int64, JSONValue)] = []
+            var strings: [(String, JSONValue)] = []
+            lua_pushnil(L)  // stack: ..., nil
+            while lua_next(L, idx) != 0 {  // stack: ..., key, value
+                let keyType = lua_type(L, -2)
+                let value: JSONValue
+                do {
+                    value = try read(L, lua_absindex(L, -1), depth: depth + 1, path: &path)
+                } catch {
+                    lifeline_pop(L, 2)
+                    throw error
+                }
+                if keyType == LUA_TSTRING {
+                    strings.append((LuaModule.string(L, -2), value))
+                } else if keyType == LUA_TNUMBER, lua_isinteger(L, -2) != 0 {
+                    integers.append((Int64(lua_tointegerx(L, -2, nil)), value))
+                } else {
+                    let name = String(cString: lua_typename(L, keyType))
+                    lifeline_pop(L, 2)
+                    throw StoreError("cannot store a table with a \(name) key: keys must be strings, or 1..n")
+                }
+                lifeline_pop(L, 1)  // stack: ..., key
+            }
+            guard integers.isEmpty || strings.isEmpty else {
+                throw StoreError("cannot store a table with both string keys and integer keys")
+            }
+            if !integers.isEmpty {
+                integers.sort { $0.0 < $1.0 }
+                guard integers.enumerated().allSatisfy({ $0.offset + 1 == Int($0.element.0) }) else {
+                    throw StoreError("cannot store a table whose integer keys are not 1..n (an array with holes)")
+                }
+                return .array(integers.map(\.1))
+            }
+            // Byte order, so the stored text does not depend on Lua's hash order.
+            strings.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+            return .object(strings)
+        default:
+            let name = String(cString: lua_typename(L, lua_type(L, idx)))
+            throw StoreError("cannot store a \(name): values are strings, numbers, booleans or tables of them")
+        }
+    }
+
+    /// A float's shortest text that reads back to the same float, and still reads as a float.
+    static func floatText(_ d: Double) -> String {
+        let text = "\(d)"
+        return text.contains(where: { $0 == "." || $0 == "e" || $0 == "n" || $0 == "i" }) ? text : text + ".0"
+    }
+
+    /// Pushes a JSON value as Lua; false when the stack cannot grow (nothing pushed then).
+    static func push(_ L: OpaquePointer, _ value: JSONValue) -> Bool {
+        guard lua_checkstack(L, 3) != 0 else { return false }
+        switch value {
+        case .null: lua_pushnil(L)
+        case .bool(let b): lua_pushboolean(L, b ? 1 : 0)
+        case .int(let i): lua_pushinteger(L, lua_Integer(i))
+        case .number(let text): lua_pushnumber(L, Double(text) ?? 0)
+        case .string(let s): lua_pushlstring(L, s, s.utf8.count)
+        case .array(let items):
+            lua_createtable(L, Int32(clamping: items.count), 0)  // stack: ..., t
+            for (i, item) in items.enumerated() {
+                guard push(L, item) else { lifeline_pop(L, 1); return false }
+                lua_rawseti(L, -2, lua_Integer(i + 1))
+            }
+        case .object(let fields):
+            lua_createtable(L, 0, Int32(clamping: fields.count))  // stack: ..., t
+            for (key, item) in fields {
+                lua_pushlstring(L, key, key.utf8.count)  // stack: ..., t, key
+                guard push(L, item) else { lifeline_pop(L, 2); return false }
+                lua_rawset(L, -3)  // stack: ..., t
+            }
+        }
+        return true
+    }
+}
