@@ -45,7 +45,7 @@ public struct PluginManifest: Equatable, Sendable {
             case "permissions":
                 for (key, value, line) in try reader.table(value, "permissions", line).entries {
                     guard key == "network" else {
-                        throw reader.unknown(key, value, in: "permissions", line, valid: "network")
+                        throw reader.unknown(key, value, in: "permissions", line, valid: ["network"])
                     }
                     manifest.networkPermissions = try reader.strings(value, "[permissions] network", line)
                     do {
@@ -64,7 +64,7 @@ public struct PluginManifest: Equatable, Sendable {
                     case "store":
                         manifest.storeQuota = try reader.bytes(value, "store", line, minimum: 1, maximum: Int.max)
                     default:
-                        throw reader.unknown(key, value, in: "limits", line, valid: "memory, store")
+                        throw reader.unknown(key, value, in: "limits", line, valid: ["memory", "store"])
                     }
                 }
             case "config": manifest.config = try reader.table(value, "config", line)
@@ -85,9 +85,10 @@ private struct Reader {
 
     func fail(_ line: Int, _ message: String) -> LifelineError { .badInput("\(fileName):\(line): \(message)") }
 
-    func unknown(_ key: String, _ value: TOMLValue, in table: String, _ line: Int, valid: String) -> LifelineError {
+    func unknown(_ key: String, _ value: TOMLValue, in table: String, _ line: Int, valid: [String]) -> LifelineError {
         let what = if case .table = value { "table [\(table).\(key)]" } else { "key '\(key)' in [\(table)]" }
-        return fail(line, "unknown \(what); the only key there is \(valid)")
+        let keys = valid.count == 1 ? "the only key there is \(valid[0])" : "the keys there are \(valid.joined(separator: ", "))"
+        return fail(line, "unknown \(what); \(keys)")
     }
 
     func string(_ value: TOMLValue, _ name: String, _ line: Int) throws(LifelineError) -> String {

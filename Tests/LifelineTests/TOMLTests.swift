@@ -457,7 +457,7 @@ func manifest_memoryWithUnknownUnit_failsListingUnits(text: String) {
 
 @Test func manifest_unknownKeyInLimits_fails() {
     let message = manifestError("[limits]\ncpu = 1")
-    #expect(message == "file.toml:2: unknown key 'cpu' in [limits]; the only key there is memory")
+    #expect(message == "file.toml:2: unknown key 'cpu' in [limits]; the keys there are memory, store")
 }
 
 @Test(arguments: [

@@ -122,4 +122,36 @@ import Testing
         #expect(err.contains("plugin 'broken' skipped"))
         #expect(err.contains("init.lua:1"))
     }
+
+    /// Issue 5: when lifeline.store.set returns, the value survives a SIGKILL of the host.
+    @Test func run_storeSurvivesSIGKILL_everyValueSetBeforeTheKillIsThere() throws {
+        let ws = try Workspace()
+        try ws.plugin("counter", """
+            local s = lifeline.store
+            print("found " .. tostring(s.get("n")))
+            local n = 0
+            local function step()
+              n = n + 1
+              s.set("n", n)
+              print("set " .. n)
+              lifeline.after(0.001, step)
+            end
+            lifeline.after(0.001, step)
+            """)
+        let state = ws.path + "/state"
+        let first = try Live(["--plugins", ws.plugins, "--state-dir", state])
+        #expect(first.stderr.waitFor("set 40"))
+        first.signal(SIGKILL)
+        _ = first.wait()
+        let lastSet = first.stderr.text(waitingForEOF: true).split(separator: "\n")
+            .compactMap { line in line.range(of: "] set ").map { Int(line[$0.upperBound...]) ?? 0 } }.max() ?? 0
+        #expect(lastSet >= 40)
+        let second = try Live(["--plugins", ws.plugins, "--state-dir", state])
+        #expect(second.stderr.waitFor("found "))
+        second.signal(SIGTERM)
+        _ = second.wait()
+        let found = second.stderr.text(waitingForEOF: true).split(separator: "\n")
+            .compactMap { line in line.range(of: "] found ").map { Int(line[$0.upperBound...]) ?? -1 } }.first ?? -1
+        #expect(found >= lastSet, "stored \(found), but \(lastSet) was set before the kill")
+    }
 }
