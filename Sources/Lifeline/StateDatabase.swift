@@ -72,6 +72,35 @@ public final class StateDatabase: Sendable {
                     ) WITHOUT ROWID
                     """)
         }
+        m.registerMigration("transfers") { db in
+            // AUTOINCREMENT: a transfer id is never reused, even after its row is gone.
+            try db.execute(
+                sql: """
+                    CREATE TABLE transfers (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        plugin TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        method TEXT NOT NULL,
+                        url TEXT NOT NULL,
+                        file TEXT NOT NULL,
+                        sha256 TEXT,
+                        state TEXT NOT NULL,
+                        received INTEGER NOT NULL DEFAULT 0,
+                        total INTEGER,
+                        etag TEXT,
+                        last_modified TEXT,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        reason TEXT
+                    );
+                    CREATE TABLE transfer_events (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        plugin TEXT NOT NULL,
+                        transfer INTEGER NOT NULL,
+                        name TEXT NOT NULL,
+                        reason TEXT
+                    );
+                    """)
+        }
         return m
     }
 

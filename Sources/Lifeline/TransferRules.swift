@@ -1,0 +1,187 @@
+import Foundation
+
+// The rules of background transfers (issue 5), as pure values: they take what happened and the
+// time, and say what to do. The transfer runtime carries them out; tests drive them with plain
+// numbers.
+
+/// Why a transfer cannot be made as asked; the message says what to fix.
+public struct TransferError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Where a plugin's transfer files may go: relative names under the plugin's own files folder
+/// (`<state-dir>/files/<plugin>/`). Absolute paths, `..`, and symbolic links that lead outside the
+/// folder are refused.
+public struct TransferPath: Equatable, Sendable {
+    /// The plugin's files folder.
+    public let root: String
+    /// The name as the plugin gave it.
+    public let name: String
+    /// The full path of the file.
+    public let path: String
+
+    /// Checks `name` against the plugin's folder `root`. Links already on disk are followed: a
+    /// name whose real location is outside `root` is refused.
+    public static func resolve(_ name: String, in root: String) throws(TransferError) -> TransferPath {
+        guard !name.isEmpty else { throw TransferError("a transfer's file name must not be empty") }
+        guard !name.hasPrefix("/") else {
+            throw TransferError("'\(name)' is an absolute path; give a name relative to the plugin's files folder")
+        }
+        guard !name.utf8.contains(0) else { throw TransferError("a transfer's file name must not contain NUL") }
+        let parts = name.split(separator: "/", omittingEmptySubsequences: true)
+        guard !parts.contains(where: { $0 == ".." }) else {
+            throw TransferError("'\(name)' leaves the plugin's files folder ('..' is not allowed)")
+        }
+        guard !parts.isEmpty, parts.last != "." else { throw TransferError("'\(name)' does not name a file") }
+        let clean = parts.filter { $0 != "." }.joined(separator: "/")
+        let path = (root as NSString).appendingPathComponent(clean)
+        // Follow the links that exist: the deepest existing ancestor must really be inside root.
+        let realRoot = realPath(root) ?? root
+        var probe = path
+        while !FileManager.default.fileExists(atPath: probe), probe.count > root.count {
+            probe = (probe as NSString).deletingLastPathComponent
+        }
+        if let real = realPath(probe), real != realRoot, !real.hasPrefix(realRoot + "/") {
+            throw TransferError("'\(name)' leads outside the plugin's files folder (through a link)")
+        }
+        // A link as the file itself, even a dangling one, could be followed by the final rename.
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            attributes[.type] as? FileAttributeType == .typeSymbolicLink
+        {
+            throw TransferError("'\(name)' is a link; a transfer's file must be a plain file")
+        }
+        return TransferPath(root: root, name: clean, path: path)
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+}
+
+/// When to try a failed transfer again: exponential backoff with jitter, Retry-After honoured,
+/// up to a number of attempts. Connection errors and 5xx are retried; 4xx fail at once.
+public struct RetryPolicy: Equatable, Sendable {
+    /// Attempts in all, the first one included.
+    public var maximumAttempts = 5
+    /// The delay after the first failure, doubled after each one.
+    public var initialDelay: Double = 1
+    /// No delay is longer than this (a Retry-After is capped too).
+    public var maximumDelay: Double = 300
+    /// The share of each delay that is random, so clients that failed together do not retry together.
+    public var jitter: Double = 0.2
+
+    public init() {}
+
+    /// What failed an attempt.
+    public enum Failure: Equatable, Sendable {
+        /// The connection could not be made or broke.
+        case connection(String)
+        /// The server answered with this status; `retryAfter` is its Retry-After in seconds.
+        case status(Int, retryAfter: Double?)
+        /// The file did not check out (size, sha256); retrying cannot help.
+        case verification(String)
+    }
+
+    /// What to do after a failed attempt.
+    public enum Decision: Equatable, Sendable {
+        case retry(after: Double)
+        case fail(reason: String)
+    }
+
+    /// - Parameters:
+    ///   - attempts: the attempts made so far, the failed one included.
+    ///   - random: a number in 0..<1 for the jitter (the host's seeded generator in simulate).
+    public func decide(_ failure: Failure, attempts: Int, random: Double) -> Decision {
+        let retryAfter: Double?
+        switch failure {
+        case .verification(let why):
+            return .fail(reason: why)
+        case .status(let code, _) where (400..<500).contains(code):
+            return .fail(reason: "the server answered \(code)")
+        case .status(let code, let after) where (500..<600).contains(code):
+            retryAfter = after
+        case .status(let code, _):
+            return .fail(reason: "the server answered \(code)")
+        case .connection:
+            retryAfter = nil
+        }
+        guard attempts < maximumAttempts else {
+            return .fail(reason: "gave up after \(attempts) attempts: \(RetryPolicy.describe(failure))")
+        }
+        if let retryAfter, retryAfter >= 0 { return .retry(after: min(retryAfter, maximumDelay)) }
+        let base = min(initialDelay * pow(2, Double(attempts - 1)), maximumDelay)
+        return .retry(after: base * (1 - jitter + 2 * jitter * random))
+    }
+
+    static func describe(_ failure: Failure) -> String {
+        switch failure {
+        case .connection(let why): return why
+        case .status(let code, _): return "the server answered \(code)"
+        case .verification(let why): return why
+        }
+    }
+}
+
+/// Whether a download may resume where it stopped, and how: with HTTP Range only where that is
+/// safe (a GET with a validator that still matches, sent as If-Range), else from zero. Bytes of
+/// two different versions are never spliced together.
+public enum ResumeRule {
+    /// The headers of the next attempt, for a partial file of `received` bytes.
+    public static func headers(
+        method: String, received: Int64, etag: String?, lastModified: String?
+    ) -> [HTTPHeader] {
+        guard method == "GET", received > 0, let validator = strongValidator(etag: etag) ?? lastModified else {
+            return []
+        }
+        return [HTTPHeader("Range", "bytes=\(received)-"), HTTPHeader("If-Range", validator)]
+    }
+
+    /// A weak ETag (W/"…") cannot validate a byte range (RFC 9110 13.1.5).
+    static func strongValidator(etag: String?) -> String? {
+        guard let etag, !etag.hasPrefix("W/") else { return nil }
+        return etag
+    }
+
+    /// What the response to a resumed request means for the partial file.
+    public enum Outcome: Equatable, Sendable {
+        /// 206 for the bytes asked for: append.
+        case append
+        /// A whole new body (200: the file changed, or the server ignores ranges): start from zero.
+        case restart
+        /// A 206 for other bytes than asked for: never splice; start again without a range.
+        case mismatch
+    }
+
+    public static func outcome(status: Int, contentRange: String?, requestedFrom received: Int64) -> Outcome {
+        guard received > 0 else { return .restart }
+        guard status == 206 else { return .restart }
+        // "bytes START-END/TOTAL"
+        guard let contentRange, contentRange.hasPrefix("bytes "),
+            let start = Int64(contentRange.dropFirst(6).prefix { $0 != "-" }), start == received
+        else { return .mismatch }
+        return .append
+    }
+}
+
+/// At most `perSecond` progress reports per transfer, and always the last one.
+public struct ProgressThrottle: Equatable, Sendable {
+    public var perSecond: Double = 4
+    private var last: [Int64: Double] = [:]
+
+    public init() {}
+
+    /// Whether the progress of `transfer` at `time` (seconds) is reported.
+    public mutating func admit(_ transfer: Int64, at time: Double, final: Bool = false) -> Bool {
+        if final {
+            last[transfer] = nil
+            return true
+        }
+        if let previous = last[transfer], time - previous < 1 / perSecond { return false }
+        last[transfer] = time
+        return true
+    }
+}
