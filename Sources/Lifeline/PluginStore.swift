@@ -117,15 +117,7 @@ public final class PluginStore {
         guard !changes.isEmpty else { return }
         let plugin = self.plugin
         try database.write { db in
-            for key in changes.keys.sorted() {
-                if let text = changes[key]! {
-                    try db.execute(
-                        sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, ?, ?)",
-                        arguments: [plugin, key, text])
-                } else {
-                    try db.execute(sql: "DELETE FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
-                }
-            }
+            for key in changes.keys.sorted() { try PluginStore.write(db, plugin, key, changes[key]!) }
         }
         committedUsage = pendingUsage
     }
@@ -178,17 +170,19 @@ public final class PluginStore {
             return old != nil
         }
         let plugin = self.plugin
-        try database.write { db in
-            if let text {
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, ?, ?)",
-                    arguments: [plugin, key, text])
-            } else {
-                try db.execute(sql: "DELETE FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
-            }
-        }
+        try database.write { db in try PluginStore.write(db, plugin, key, text) }
         committedUsage = after
         return old != nil
+    }
+
+    /// Writes one key's new text, or deletes it (nil).
+    private static func write(_ db: Database, _ plugin: String, _ key: String, _ text: String?) throws {
+        if let text {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, ?, ?)", arguments: [plugin, key, text])
+        } else {
+            try db.execute(sql: "DELETE FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+        }
     }
 
     private func check(_ key: String) throws(StoreError) {
