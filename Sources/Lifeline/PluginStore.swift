@@ -25,8 +25,10 @@ public final class PluginStore {
     private let database: StateDatabase
     /// Bytes the committed rows use; read from the database on first need, then kept up to date.
     private var committedUsage: Int?
-    /// An open transaction: each changed key's new JSON text, or nil where it was deleted.
-    private var pending: [String: String?]?
+    /// An open transaction: each changed key's new JSON text, or nil where it was deleted. Keyed
+    /// by the key's bytes, as SQLite compares them (Swift's `String` equality would merge keys that
+    /// are canonically equivalent but stored apart).
+    private var pending: [[UInt8]: (key: String, text: String?)]?
     /// The usage the open transaction would leave.
     private var pendingUsage = 0
 
@@ -78,11 +80,11 @@ public final class PluginStore {
         // Byte order, which is SQLite's BINARY order, puts every key with the prefix in one run.
         if let end = keys.firstIndex(where: { !$0.utf8.starts(with: prefix.utf8) }) { keys.removeSubrange(end...) }
         guard let pending else { return keys }
-        var set = Set(keys)
-        for (key, text) in pending where key.utf8.starts(with: prefix.utf8) {
-            if text == nil { set.remove(key) } else { set.insert(key) }
+        var byBytes = Dictionary(keys.map { (Array($0.utf8), $0) }, uniquingKeysWith: { a, _ in a })
+        for (bytes, change) in pending where bytes.starts(with: prefix.utf8) {
+            byBytes[bytes] = change.text == nil ? nil : change.key
         }
-        return set.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return byBytes.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { byBytes[$0]! }
     }
 
     /// Runs `body` in a transaction: its changes are written together when it returns, or not at
@@ -117,7 +119,10 @@ public final class PluginStore {
         guard !changes.isEmpty else { return }
         let plugin = self.plugin
         try database.write { db in
-            for key in changes.keys.sorted() { try PluginStore.write(db, plugin, key, changes[key]!) }
+            for bytes in changes.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                let change = changes[bytes]!
+                try PluginStore.write(db, plugin, change.key, change.text)
+            }
         }
         committedUsage = pendingUsage
     }
@@ -145,7 +150,7 @@ public final class PluginStore {
     }
 
     private func storedText(_ key: String) throws(StoreError) -> String? {
-        if let pending, let change = pending[key] { return change }
+        if let pending, let change = pending[Array(key.utf8)] { return change.text }
         let plugin = self.plugin
         return try database.read { db in
             try String.fetchOne(db, sql: "SELECT value FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
@@ -165,7 +170,7 @@ public final class PluginStore {
                     + "\(PluginManifest.formatBytes(quota)) (set another with [limits] store in plugin.toml)")
         }
         if pending != nil {
-            pending![key] = .some(text)
+            pending![Array(key.utf8)] = (key, text)
             pendingUsage = after
             return old != nil
         }
@@ -198,8 +203,10 @@ public final class PluginStore {
         }
         switch value {
         case .number(let text):
-            guard let d = Double(text), d.isFinite else {
-                throw StoreError("cannot store the number '\(text)': only finite numbers can be stored")
+            // The same grammar the value is read back with: JSON's, finite.
+            switch try? JSONValue.parse(text) {
+            case .int?, .number?: break
+            default: throw StoreError("cannot store the number '\(text)': only finite JSON numbers can be stored")
             }
         case .array(let items): for item in items { try check(item, depth: depth + 1) }
         case .object(let fields): for (_, item) in fields { try check(item, depth: depth + 1) }

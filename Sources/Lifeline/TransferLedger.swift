@@ -71,20 +71,21 @@ public final class TransferLedger {
         }
     }
 
-    /// Saves a transfer's progress or state. A final state also queues its event, in the same
-    /// transaction: `transferDidFinish`, or `transferDidFail` with the reason.
+    /// Saves a transfer's progress or state. The change into a final state also queues its event,
+    /// in the same transaction: `transferDidFinish`, or `transferDidFail` with the reason. A
+    /// transfer that is over already is not changed again, so it never makes a second event.
     public func save(_ record: TransferRecord) throws(StoreError) {
         try database.write { db in
             try db.execute(
                 sql: """
                     UPDATE transfers SET state = ?, received = ?, total = ?, etag = ?, last_modified = ?,
-                        attempts = ?, reason = ? WHERE id = ?
+                        attempts = ?, reason = ? WHERE id = ? AND state NOT IN ('finished', 'failed', 'cancelled')
                     """,
                 arguments: [
                     record.state.rawValue, record.received, record.total, record.etag, record.lastModified,
                     record.attempts, record.reason, record.id,
                 ])
-            guard record.state.isFinal else { return }
+            guard record.state.isFinal, db.changesCount > 0 else { return }
             try db.execute(
                 sql: "INSERT INTO transfer_events (plugin, transfer, name, reason) VALUES (?, ?, ?, ?)",
                 arguments: [

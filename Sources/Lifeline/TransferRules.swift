@@ -37,20 +37,22 @@ public struct TransferPath: Equatable, Sendable {
         guard !parts.isEmpty, parts.last != "." else { throw TransferError("'\(name)' does not name a file") }
         let clean = parts.filter { $0 != "." }.joined(separator: "/")
         let path = (root as NSString).appendingPathComponent(clean)
-        // Follow the links that exist: the deepest existing ancestor must really be inside root.
+        // Walk the components without following links (lstat): a link on the way must lead to a
+        // place inside root that exists; a dangling one could later be made to lead anywhere.
         let realRoot = realPath(root) ?? root
-        var probe = path
-        while !FileManager.default.fileExists(atPath: probe), probe.count > root.count {
-            probe = (probe as NSString).deletingLastPathComponent
-        }
-        if let real = realPath(probe), real != realRoot, !real.hasPrefix(realRoot + "/") {
-            throw TransferError("'\(name)' leads outside the plugin's files folder (through a link)")
-        }
-        // A link as the file itself, even a dangling one, could be followed by the final rename.
-        if let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            attributes[.type] as? FileAttributeType == .typeSymbolicLink
-        {
-            throw TransferError("'\(name)' is a link; a transfer's file must be a plain file")
+        let components = clean.split(separator: "/")
+        var probe = root
+        for (i, component) in components.enumerated() {
+            probe += "/" + component
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: probe) else { break }
+            guard attributes[.type] as? FileAttributeType == .typeSymbolicLink else { continue }
+            // The file itself must not be a link: the final rename would replace or follow it.
+            if i == components.count - 1 {
+                throw TransferError("'\(name)' is a link; a transfer's file must be a plain file")
+            }
+            guard let real = realPath(probe), real == realRoot || real.hasPrefix(realRoot + "/") else {
+                throw TransferError("'\(name)' leads outside the plugin's files folder (through a link)")
+            }
         }
         return TransferPath(root: root, name: clean, path: path)
     }
@@ -100,6 +102,9 @@ public struct RetryPolicy: Equatable, Sendable {
         switch failure {
         case .verification(let why):
             return .fail(reason: why)
+        case .status(429, let after):
+            // Too Many Requests: the server asks to come back later, usually with Retry-After.
+            retryAfter = after
         case .status(let code, _) where (400..<500).contains(code):
             return .fail(reason: "the server answered \(code)")
         case .status(let code, let after) where (500..<600).contains(code):
@@ -113,8 +118,8 @@ public struct RetryPolicy: Equatable, Sendable {
             return .fail(reason: "gave up after \(attempts) attempts: \(RetryPolicy.describe(failure))")
         }
         if let retryAfter, retryAfter >= 0 { return .retry(after: min(retryAfter, maximumDelay)) }
-        let base = min(initialDelay * pow(2, Double(attempts - 1)), maximumDelay)
-        return .retry(after: base * (1 - jitter + 2 * jitter * random))
+        let base = initialDelay * pow(2, Double(attempts - 1))
+        return .retry(after: min(base * (1 - jitter + 2 * jitter * random), maximumDelay))
     }
 
     static func describe(_ failure: Failure) -> String {
@@ -130,13 +135,14 @@ public struct RetryPolicy: Equatable, Sendable {
 /// safe (a GET with a validator that still matches, sent as If-Range), else from zero. Bytes of
 /// two different versions are never spliced together.
 public enum ResumeRule {
-    /// The headers of the next attempt, for a partial file of `received` bytes.
+    /// The headers of the next attempt, for a partial file of `received` bytes. With an ETag,
+    /// only a strong one validates; a date is used only when there is no ETag at all (RFC 9110
+    /// 13.1.5), since two versions can share a second.
     public static func headers(
         method: String, received: Int64, etag: String?, lastModified: String?
     ) -> [HTTPHeader] {
-        guard method == "GET", received > 0, let validator = strongValidator(etag: etag) ?? lastModified else {
-            return []
-        }
+        let validator = etag == nil ? lastModified : strongValidator(etag: etag)
+        guard method == "GET", received > 0, let validator else { return [] }
         return [HTTPHeader("Range", "bytes=\(received)-"), HTTPHeader("If-Range", validator)]
     }
 
@@ -156,6 +162,7 @@ public enum ResumeRule {
         case mismatch
     }
 
+    /// For a 2xx response only: other statuses are failures, for `RetryPolicy`.
     public static func outcome(status: Int, contentRange: String?, requestedFrom received: Int64) -> Outcome {
         guard received > 0 else { return .restart }
         guard status == 206 else { return .restart }

@@ -298,7 +298,7 @@ enum LuaModule {
                     + "wrap the work in lifeline.background(name, fn)")
             return nil
         }
-        guard !LuaPlugin.from(L).inStoreTransaction else {
+        guard LuaPlugin.from(L).openTransaction == nil else {
             lifeline_push_where_message(
                 L, "\(fname) cannot wait inside lifeline.store.transaction: a transaction may not wait; "
                     + "wait before it or after it")

@@ -19,8 +19,9 @@ public final class LuaPlugin: PluginInstance {
     private let lua: LuaPreemptor
     /// The context of the launch this instance belongs to; set by `start`.
     var context: PluginContext?
-    /// Set while `lifeline.store.transaction` runs its function: waiting calls refuse to wait then.
-    var inStoreTransaction = false
+    /// The store whose transaction `lifeline.store.transaction` has open while it runs its
+    /// function: waiting calls refuse to wait then, and the commit or rollback goes to this store.
+    var openTransaction: PluginStore?
     /// plugin.toml's [config], which Lua reads as `lifeline.config`.
     let config: TOMLTable
     /// `lifeline.background` works that have not finished, by task id and by coroutine.

@@ -31,16 +31,20 @@ enum LuaStore {
         return LIFELINE_RAISE
     }
 
-    private static func key(_ L: OpaquePointer, _ fname: String) -> String? {
-        guard lua_type(L, 1) == LUA_TSTRING else { return nil }
-        return LuaModule.string(L, 1)
+    /// The Lua string at `idx` if it is valid UTF-8: keys and stored strings are JSON text, and
+    /// bytes replaced on the way in would read back as other bytes.
+    static func utf8String(_ L: OpaquePointer, _ idx: Int32) -> String? {
+        var len = 0
+        guard let p = lua_tolstring(L, idx, &len) else { return nil }
+        return String(validating: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
     }
 
     /// lifeline.store.get(key) -> value | nil
     static let get: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.get"
-        guard let key = key(L, fname) else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard lua_type(L, 1) == LUA_TSTRING else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard let key = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a key must be valid UTF-8") }
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
         do throws(StoreError) {
             guard let value = try store.get(key) else {
@@ -57,7 +61,8 @@ enum LuaStore {
     static let set: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.set"
-        guard let key = key(L, fname) else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard lua_type(L, 1) == LUA_TSTRING else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard let key = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a key must be valid UTF-8") }
         guard lua_type(L, 2) != LUA_TNONE, lua_type(L, 2) != LUA_TNIL else {
             return LuaModule.argError(L, 2, fname, "a value expected (use lifeline.store.delete to remove a key)")
         }
@@ -79,7 +84,8 @@ enum LuaStore {
     static let delete: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.delete"
-        guard let key = key(L, fname) else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard lua_type(L, 1) == LUA_TSTRING else { return LuaModule.typeError(L, 1, fname, "string") }
+        guard let key = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a key must be valid UTF-8") }
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
         do throws(StoreError) {
             lua_pushboolean(L, try store.delete(key) ? 1 : 0)
@@ -95,7 +101,9 @@ enum LuaStore {
         let fname = "lifeline.store.keys"
         var prefix = ""
         switch lua_type(L, 1) {
-        case LUA_TSTRING: prefix = LuaModule.string(L, 1)
+        case LUA_TSTRING:
+            guard let p = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a prefix must be valid UTF-8") }
+            prefix = p
         case LUA_TNONE, LUA_TNIL: break
         default: return LuaModule.typeError(L, 1, fname, "string")
         }
@@ -120,7 +128,7 @@ enum LuaStore {
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
         do throws(StoreError) {
             try store.beginTransaction()
-            LuaPlugin.from(L).inStoreTransaction = true
+            LuaPlugin.from(L).openTransaction = store
             return 0
         } catch {
             return raise(L, fname, error)
@@ -130,8 +138,9 @@ enum LuaStore {
     /// Writes it, once the function returned.
     static let commit: lifeline_bridged = { L in
         guard let L else { return 0 }
-        LuaPlugin.from(L).inStoreTransaction = false
-        guard let store = store(L, "lifeline.store.transaction") else { return LIFELINE_RAISE }
+        let plugin = LuaPlugin.from(L)
+        guard let store = plugin.openTransaction else { return 0 }
+        plugin.openTransaction = nil
         do throws(StoreError) {
             try store.commit()
             return 0
@@ -144,8 +153,8 @@ enum LuaStore {
     static let rollback: lifeline_store_rollback = { L in
         guard let L else { return }
         let plugin = LuaPlugin.from(L)
-        plugin.inStoreTransaction = false
-        try? plugin.context?.store().rollback()
+        plugin.openTransaction?.rollback()
+        plugin.openTransaction = nil
     }
 
     // MARK: - Values
@@ -167,7 +176,11 @@ enum LuaStore {
         switch lua_type(L, idx) {
         case LUA_TNIL: return .null
         case LUA_TBOOLEAN: return .bool(lua_toboolean(L, idx) != 0)
-        case LUA_TSTRING: return .string(LuaModule.string(L, idx))
+        case LUA_TSTRING:
+            guard let s = utf8String(L, idx) else {
+                throw StoreError("cannot store a string that is not valid UTF-8 (encode binary data first)")
+            }
+            return .string(s)
         case LUA_TNUMBER:
             if lua_isinteger(L, idx) != 0 { return .int(Int64(lua_tointegerx(L, idx, nil))) }
             let d = lua_tonumberx(L, idx, nil)
@@ -196,7 +209,11 @@ enum LuaStore {
                     throw error
                 }
                 if keyType == LUA_TSTRING {
-                    strings.append((LuaModule.string(L, -2), value))
+                    guard let key = utf8String(L, -2) else {
+                        lifeline_pop(L, 2)
+                        throw StoreError("cannot store a table with a key that is not valid UTF-8")
+                    }
+                    strings.append((key, value))
                 } else if keyType == LUA_TNUMBER, lua_isinteger(L, -2) != 0 {
                     integers.append((Int64(lua_tointegerx(L, -2, nil)), value))
                 } else {

@@ -127,6 +127,17 @@ private func withDatabase<T>(_ body: (StateDatabase) throws -> T) throws -> T {
     #expect(try marksOf(source) == ["inside:nil,2,b", "after:nil,2", "false,true", "rolled back:2,nil"])
 }
 
+@Test func store_canonicallyEquivalentKeys_stayApart_inAndOutOfTransactions() throws {
+    let source = """
+        local s = lifeline.store
+        s.transaction(function() s.set('\\u{E9}', 1); s.set('e\\u{301}', 2) end)
+        mark(#s.keys() .. ',' .. s.get('\\u{E9}') .. ',' .. s.get('e\\u{301}'))
+        s.set('\\u{E9}', 3)
+        mark(s.get('\\u{E9}') .. ',' .. s.get('e\\u{301}'))
+        """
+    #expect(try marksOf(source) == ["2,1,2", "3,2"])
+}
+
 @Test func store_transaction_overTheQuota_writesNothing() throws {
     var files = plugins(["p": """
         local s = lifeline.store
@@ -184,6 +195,9 @@ private func withDatabase<T>(_ body: (StateDatabase) throws -> T) throws -> T {
     ("lifeline.store.set('', 1)", "must not be empty"),
     ("lifeline.store.set(string.rep('k', 2000), 1)", "at most 1024 bytes"),
     ("lifeline.store.transaction(42)", "function expected"),
+    ("lifeline.store.set('\\xff', 1)", "a key must be valid UTF-8"),
+    ("lifeline.store.set('k', 'bad \\xff')", "not valid UTF-8"),
+    ("lifeline.store.set('k', {['\\xfe'] = 1})", "key that is not valid UTF-8"),
     ("lifeline.store.keys(3)", "bad argument #1 to 'lifeline.store.keys' (string expected, got number)"),
 ])
 func store_badInput_isALuaErrorThatSaysWhy(_ call: String, _ expected: String) throws {

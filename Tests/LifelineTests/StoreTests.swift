@@ -25,6 +25,17 @@ private func withDatabase<T>(_ body: (StateDatabase) throws -> T) throws -> T {
     #expect(try reopened.keys() == ["k"])
 }
 
+@Test func pluginStore_numbersOutsideJSON_areRefused() throws {
+    try withDatabase { database in
+        let store = PluginStore(plugin: "p", quota: 1 << 20, database: database)
+        for text in ["0x10", "nan", "inf", "1e999", ""] {
+            #expect(throws: StoreError.self, "\(text)") { try store.set("n", .number(text)) }
+        }
+        try store.set("n", .number("-1.5e3"))
+        #expect(try store.get("n") == .number("-1.5e3"))
+    }
+}
+
 @Test func pluginStore_transaction_throwing_writesNothing() throws {
     try withDatabase { database in
         let store = PluginStore(plugin: "p", quota: 1 << 20, database: database)

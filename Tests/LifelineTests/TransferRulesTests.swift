@@ -47,6 +47,9 @@ func transferPath_escapingNames_areRefused(_ name: String, _ expected: String) t
         try FileManager.default.createSymbolicLink(atPath: root + "/in", withDestinationPath: root + "/inner")
         #expect(throws: TransferError.self) { try TransferPath.resolve("out/x.bin", in: root) }
         #expect(throws: TransferError.self) { try TransferPath.resolve("file.bin", in: root) }
+        // A dangling link on the way could later be pointed anywhere.
+        try FileManager.default.createSymbolicLink(atPath: root + "/later", withDestinationPath: dir + "/not-yet")
+        #expect(throws: TransferError.self) { try TransferPath.resolve("later/x.bin", in: root) }
         // A link that stays inside is fine.
         #expect(try TransferPath.resolve("in/x.bin", in: root).name == "in/x.bin")
     }
@@ -71,6 +74,17 @@ func transferPath_escapingNames_areRefused(_ name: String, _ expected: String) t
     let policy = RetryPolicy()
     #expect(policy.decide(.status(503, retryAfter: 7), attempts: 1, random: 0.9) == .retry(after: 7))
     #expect(policy.decide(.status(503, retryAfter: 86_400), attempts: 1, random: 0) == .retry(after: 300))
+    #expect(policy.decide(.status(429, retryAfter: 30), attempts: 1, random: 0) == .retry(after: 30))
+    // Jitter never takes a delay past the cap.
+    #expect(policy.decide(.connection("reset"), attempts: 4, random: 0.99) != .retry(after: 0))
+    if case .retry(let after) = policy.decide(.connection("reset"), attempts: 4, random: 0.99) {
+        #expect(after <= policy.maximumDelay)
+    }
+    var capped = RetryPolicy()
+    capped.maximumAttempts = 20
+    if case .retry(let after) = capped.decide(.connection("reset"), attempts: 12, random: 0.99) {
+        #expect(after == capped.maximumDelay)
+    }
 }
 
 @Test func retry_4xxAndBadFiles_failAtOnce_andTheLimitEndsRetries() {
@@ -90,6 +104,9 @@ func transferPath_escapingNames_areRefused(_ name: String, _ expected: String) t
         ResumeRule.headers(method: "GET", received: 100, etag: nil, lastModified: "Tue, 1 Dec 2026 10:00:00 GMT")
             == [HTTPHeader("Range", "bytes=100-"), HTTPHeader("If-Range", "Tue, 1 Dec 2026 10:00:00 GMT")])
     #expect(ResumeRule.headers(method: "GET", received: 100, etag: "W/\"weak\"", lastModified: nil).isEmpty)
+    // With any ETag, a date is not used: two versions can share a second.
+    #expect(
+        ResumeRule.headers(method: "GET", received: 100, etag: "W/\"weak\"", lastModified: "Tue, 1 Dec 2026").isEmpty)
     #expect(ResumeRule.headers(method: "GET", received: 100, etag: nil, lastModified: nil).isEmpty)
     #expect(ResumeRule.headers(method: "POST", received: 100, etag: "\"v1\"", lastModified: nil).isEmpty)
     #expect(ResumeRule.headers(method: "GET", received: 0, etag: "\"v1\"", lastModified: nil).isEmpty)
@@ -134,6 +151,10 @@ func transferPath_escapingNames_areRefused(_ name: String, _ expected: String) t
         #expect(try ledger.pluginsWithPendingEvents().isEmpty)
         record.state = .finished
         try ledger.save(record)
+        // Saving a finished transfer again changes nothing and makes no second event.
+        record.reason = "again"
+        try ledger.save(record)
+        #expect(try ledger.pendingEvents(plugin: "p").count == 1)
         var failed = unfinished[1]
         failed.state = .failed
         failed.reason = "the server answered 404"
