@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The host's durable state: one SQLite file, `lifeline.sqlite`, in the state dir, in WAL mode.
 /// It holds each plugin's store (issue 5) and outlives every launch of the app, and the host.
@@ -12,7 +13,9 @@ import GRDB
 public final class StateDatabase: Sendable {
     /// The file's path; `:memory:` never, a temporary folder stands in for simulate.
     public let path: String
-    let queue: DatabaseQueue
+    /// The connection, once made: at once for a state dir that is given, on first use for a
+    /// temporary one (most simulations never touch a store).
+    private let connection = Mutex<DatabaseQueue?>(nil)
 
     /// The file's name inside a state dir.
     public static let fileName = "lifeline.sqlite"
@@ -20,14 +23,24 @@ public final class StateDatabase: Sendable {
     /// Opens (and creates, or migrates) the database at `path`.
     public init(path: String) throws(LifelineError) {
         self.path = path
+        _ = try connect()
+    }
+
+    private init(lazyAt path: String) { self.path = path }
+
+    /// The connection, made (and the file created or migrated) on the first call.
+    private func connect() throws(LifelineError) -> DatabaseQueue {
+        if let queue = connection.withLock({ $0 }) { return queue }
         var config = Configuration()
         config.journalMode = .wal
         // Another process (`lifeline transfers`) may read while the host writes.
         config.busyMode = .timeout(5)
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         do {
-            queue = try DatabaseQueue(path: path, configuration: config)
+            let queue = try DatabaseQueue(path: path, configuration: config)
             try StateDatabase.migrator.migrate(queue)
+            connection.withLock { $0 = queue }
+            return queue
         } catch {
             throw .badInput("cannot open the state database '\(path)': \(error)")
         }
@@ -45,8 +58,7 @@ public final class StateDatabase: Sendable {
         }
         let directory = String(cString: made)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = try StateDatabase.open(stateDirectory: directory)
-        return try body(database)
+        return try body(StateDatabase(lazyAt: (directory as NSString).appendingPathComponent(fileName)))
     }
 
     /// Opens the database of a state dir, creating the folder.
@@ -104,8 +116,17 @@ public final class StateDatabase: Sendable {
         return m
     }
 
+    private func storeConnection() throws(StoreError) -> DatabaseQueue {
+        do throws(LifelineError) {
+            return try connect()
+        } catch {
+            throw StoreError(error.message)
+        }
+    }
+
     /// Runs `body` in one write transaction; a thrown error rolls it back.
     func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        let queue = try storeConnection()
         do {
             return try queue.write(body)
         } catch let error as StoreError {
@@ -116,6 +137,7 @@ public final class StateDatabase: Sendable {
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
+        let queue = try storeConnection()
         do {
             return try queue.read(body)
         } catch {

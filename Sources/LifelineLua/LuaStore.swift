@@ -39,12 +39,24 @@ enum LuaStore {
         return String(validating: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
     }
 
+    /// The key at argument 1: a string of valid UTF-8. Otherwise pushes why and returns nil.
+    private static func keyArgument(_ L: OpaquePointer, _ fname: String) -> String? {
+        guard lua_type(L, 1) == LUA_TSTRING else {
+            lifeline_push_typeerror(L, 1, fname, "string")
+            return nil
+        }
+        guard let key = utf8String(L, 1) else {
+            lifeline_push_argerror(L, 1, fname, "a key must be valid UTF-8")
+            return nil
+        }
+        return key
+    }
+
     /// lifeline.store.get(key) -> value | nil
     static let get: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.get"
-        guard lua_type(L, 1) == LUA_TSTRING else { return LuaModule.typeError(L, 1, fname, "string") }
-        guard let key = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a key must be valid UTF-8") }
+        guard let key = keyArgument(L, fname) else { return LIFELINE_RAISE }
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
         do throws(StoreError) {
             guard let value = try store.get(key) else {
@@ -61,8 +73,7 @@ enum LuaStore {
     static let set: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.set"
-        guard lua_type(L, 1) == LUA_TSTRING else { return LuaModule.typeError(L, 1, fname, "string") }
-        guard let key = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a key must be valid UTF-8") }
+        guard let key = keyArgument(L, fname) else { return LIFELINE_RAISE }
         guard lua_type(L, 2) != LUA_TNONE, lua_type(L, 2) != LUA_TNIL else {
             return LuaModule.argError(L, 2, fname, "a value expected (use lifeline.store.delete to remove a key)")
         }
@@ -84,8 +95,7 @@ enum LuaStore {
     static let delete: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.delete"
-        guard lua_type(L, 1) == LUA_TSTRING else { return LuaModule.typeError(L, 1, fname, "string") }
-        guard let key = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a key must be valid UTF-8") }
+        guard let key = keyArgument(L, fname) else { return LIFELINE_RAISE }
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
         do throws(StoreError) {
             lua_pushboolean(L, try store.delete(key) ? 1 : 0)
