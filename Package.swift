@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // SHA-256 for verified downloads; async-http-client's TLS stack builds it already.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Lua 5.4 from the system: apt-get install liblua5.4-dev
@@ -36,6 +38,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // The state dir's database (the plugins' stores): SQLite, apt libsqlite3-dev.
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.

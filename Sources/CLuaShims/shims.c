@@ -662,13 +662,29 @@ static int lifeline_call_thunk(lua_State *L) {
         lua_call(L, 0, 0);
         return 0;
     }
-    lua_createtable(L, 0, 3);           // stack: f, event
+    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);  // stack: f, event
     lua_pushstring(L, ev->name);
     lua_setfield(L, -2, "name");
     lua_pushnumber(L, ev->time);
     lua_setfield(L, -2, "time");
     lua_pushstring(L, ev->state);
     lua_setfield(L, -2, "state");
+    if (ev->transfer_id) {
+        lua_pushstring(L, ev->transfer_id);
+        lua_setfield(L, -2, "id");
+        if (ev->reason) {
+            lua_pushstring(L, ev->reason);
+            lua_setfield(L, -2, "reason");
+        }
+        if (ev->received >= 0) {
+            lua_pushinteger(L, (lua_Integer)ev->received);
+            lua_setfield(L, -2, "received");
+        }
+        if (ev->total >= 0) {
+            lua_pushinteger(L, (lua_Integer)ev->total);
+            lua_setfield(L, -2, "total");
+        }
+    }
     lua_call(L, 1, 0);                  // stack: (empty)
     return 0;
 }

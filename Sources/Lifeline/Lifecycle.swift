@@ -21,6 +21,8 @@ public struct Lifecycle: Equatable, Sendable {
         case stopBudget
         /// The app ends: its plugins are closed, its tasks and timers dropped.
         case endApp
+        /// The user force-quit the app: its background transfers are cancelled.
+        case cancelTransfers
     }
 
     /// Why a step is not allowed.
@@ -82,6 +84,9 @@ public struct Lifecycle: Equatable, Sendable {
             (.kill, .suspended):
             state = .ended
             return [.endApp]
+        case (.forceQuit, .inactive), (.forceQuit, .active), (.forceQuit, .background), (.forceQuit, .suspended):
+            state = .ended
+            return [.cancelTransfers, .endApp]
         default:
             throw fail
         }

@@ -7,6 +7,15 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     case willEnterForeground
     case willTerminate
     case didReceiveMemoryWarning
+    /// A background transfer's bytes so far (issue 5): at most 4 a second per transfer, and only
+    /// while the app is running.
+    case transferProgress
+    /// A background transfer finished: its file is complete and verified under its final name.
+    case transferDidFinish
+    /// A background transfer failed or was cancelled; `event.reason` says why.
+    case transferDidFail
+    /// The transfer events waiting for this plugin have all been delivered.
+    case didFinishTransferEvents
 
     /// The event's position in `allCases`, for tables indexed by event.
     var ordinal: Int {
@@ -18,6 +27,10 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
         case .willEnterForeground: return 4
         case .willTerminate: return 5
         case .didReceiveMemoryWarning: return 6
+        case .transferProgress: return 7
+        case .transferDidFinish: return 8
+        case .transferDidFail: return 9
+        case .didFinishTransferEvents: return 10
         }
     }
 
@@ -25,18 +38,40 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     public static var validNames: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }
 
-/// What a handler receives: `event.name`, `event.time`, `event.state`.
+/// What a handler receives: `event.name`, `event.time`, `event.state`, and for the transfer
+/// events `event.id`, `event.reason`, `event.received`, `event.total`.
 public struct LifecycleEvent: Sendable, Equatable {
     public var name: LifecycleEventName
     /// Seconds since the host started, on the host's clock.
     public var time: Double
     /// The app's state while the handlers run.
     public var state: AppState
+    /// The transfer the event is about (transfer events only).
+    public var transfer: TransferEventInfo?
 
-    public init(name: LifecycleEventName, time: Double, state: AppState) {
+    public init(name: LifecycleEventName, time: Double, state: AppState, transfer: TransferEventInfo? = nil) {
         self.name = name
         self.time = time
         self.state = state
+        self.transfer = transfer
+    }
+}
+
+/// What a transfer event says of its transfer.
+public struct TransferEventInfo: Sendable, Equatable {
+    /// The transfer's id, as `download`/`upload` returned it.
+    public var id: String
+    /// Why it failed (`transferDidFail`).
+    public var reason: String?
+    /// Bytes so far, and the whole size once known (`transferProgress`).
+    public var received: Int64?
+    public var total: Int64?
+
+    public init(id: String, reason: String? = nil, received: Int64? = nil, total: Int64? = nil) {
+        self.id = id
+        self.reason = reason
+        self.received = received
+        self.total = total
     }
 }
 

@@ -29,9 +29,15 @@ public struct HostConfiguration: Sendable {
     public var onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)?
     /// Where plugins' HTTP requests go: the scripted network in simulate, a real client in run.
     public var transport: any HTTPTransport = NoNetworkTransport()
-    /// The state dir's database, which holds the plugins' stores; nil: stores are unavailable, and
-    /// every store call says so.
+    /// The state dir's database, which holds the plugins' stores and the background transfers;
+    /// nil: stores and transfers are unavailable, and every call says so.
     public var database: StateDatabase?
+    /// Where background transfers go: the scripted network in simulate, a real client in run.
+    public var transferTransport: any TransferTransport = NoTransferTransport()
+    /// Background transfers that run at once; the rest wait in order (issue 5).
+    public var transferLimit = TransferManager.defaultLimit
+    /// Seeds the retry jitter, for runs that must repeat exactly (simulate); nil: random.
+    public var transferJitterSeed: UInt64?
 
     public init(
         profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,
@@ -109,6 +115,11 @@ public final class LifelineHost {
     private var nextOperationID = 1
     /// The plugins' stores, by plugin name: they outlive every launch of the app.
     private var stores: [String: PluginStore] = [:]
+    /// Background transfers and their undelivered events: the host's, not the app's (issue 5).
+    private var transfers: TransferManager?
+    private var transferLedger: TransferLedger?
+    /// Set while transfer events are being delivered, so a delivery never nests.
+    private var deliveringTransferEvents = false
 
     private struct Wait {
         var plugin: Int
@@ -178,11 +189,13 @@ public final class LifelineHost {
             guard generation == self.generation, self.appRunning else { return .drop }
             return self.visibleState == .suspended ? .hold : .run
         }
+        if let database = configuration.database { startTransfers(database) }
     }
 
     /// Stops the watchdog and closes the plugins. Call once, when done with the host.
     public func shutdown() {
         if appRunning { endApp() }
+        transfers?.shutdown()
         watchdog.shutdown()
     }
 
@@ -207,6 +220,13 @@ public final class LifelineHost {
 
     /// Carries out one step of the lifecycle now (a scenario line, or a signal in `run`).
     public func perform(_ step: Step) throws(Lifecycle.TransitionError) {
+        var step = step
+        if step == .launch || step == .launchInBackground, lifecycle.state == .background || lifecycle.state == .suspended {
+            // The host relaunched the app in the background for its transfers' events; the user's
+            // launch brings that app to the foreground, as on iOS.
+            if step == .launchInBackground { return }
+            step = .foreground
+        }
         let actions = try lifecycle.apply(step)
         for action in actions {
             // Stop once the app ended, or a plugin failed to load (SPEC 7: nothing runs then).
@@ -217,10 +237,15 @@ public final class LifelineHost {
             case .stopBudget: stopBudget()
             case .notify(let name, let state): dispatch(name, state: state)
             case .endApp: endApp()
+            case .cancelTransfers: transfers?.cancelAll(reason: LifelineHost.forceQuitReason)
             }
         }
         if appRunning { visibleState = lifecycle.state }
+        if step == .launch || step == .launchInBackground || step == .foreground { deliverTransferEvents() }
     }
+
+    /// The reason a force-quit gives the transfers it cancels, as iOS does.
+    public static let forceQuitReason = "userForceQuit"
 
     /// Runs after every job of the executor: the app is suspended once it is in the background with
     /// no task left and no handler running (T7).
@@ -750,6 +775,147 @@ public final class LifelineHost {
         let store = PluginStore(plugin: context.pluginName, quota: quota, database: database)
         stores[context.pluginName] = store
         return store
+    }
+
+    // MARK: - Background transfers (issue 5)
+
+    private func startTransfers(_ database: StateDatabase) {
+        let ledger = TransferLedger(database: database)
+        transferLedger = ledger
+        let manager = TransferManager(
+            ledger: ledger, transport: configuration.transferTransport, executor: executor,
+            filesRoot: database.directory + "/files", limit: configuration.transferLimit,
+            jitterSeed: configuration.transferJitterSeed,
+            callbacks: TransferManager.Callbacks(
+                eventQueued: { [unowned self] _, relaunch in transferEventQueued(relaunch: relaunch) },
+                progress: { [unowned self] plugin, id, received, total in
+                    transferProgress(plugin: plugin, id: id, received: received, total: total)
+                },
+                record: { [unowned self] event, fields in record(event, fields) }))
+        transfers = manager
+        // A temporary database that was never opened holds nothing to resume.
+        guard database.mayHoldData else { return }
+        do {
+            try manager.resumeUnfinished()
+        } catch {
+            logger.error("cannot resume the unfinished transfers: \(error.message)")
+        }
+    }
+
+    /// The host's transfers, or why there are none.
+    private func transferManager() throws(TransferError) -> TransferManager {
+        guard let transfers else {
+            throw TransferError("the host was started without a state dir, so there are no background transfers")
+        }
+        return transfers
+    }
+
+    func startTransfer(
+        _ context: PluginContext, kind: TransferRecord.Kind, method: String, url: String, file: String,
+        sha256: String?, tag: String?
+    ) throws(TransferError) -> String {
+        let manager = try transferManager()
+        if let target = HTTPURL(url), !plugins[context.index].network.allows(host: target.host, port: target.port) {
+            let hostPort = target.host.contains(":") ? "[\(target.host)]:\(target.port)" : "\(target.host):\(target.port)"
+            throw TransferError(
+                "plugin '\(context.pluginName)' may not reach \(hostPort): list it in the plugin's plugin.toml under "
+                    + "[permissions] network, as in network = [\"\(hostPort)\"]")
+        }
+        return try manager.start(
+            plugin: context.pluginName, kind: kind, method: method, url: url, file: file, sha256: sha256, tag: tag)
+    }
+
+    func listTransfers(_ context: PluginContext) throws(TransferError) -> [TransferRecord] {
+        do {
+            return try transferManager().list(plugin: context.pluginName)
+        } catch let error as StoreError {
+            throw TransferError(error.message)
+        } catch let error as TransferError {
+            throw error
+        } catch {
+            throw TransferError("\(error)")
+        }
+    }
+
+    func cancelTransfer(_ context: PluginContext, id: String) throws(TransferError) -> Bool {
+        try transferManager().cancel(plugin: context.pluginName, id: id)
+    }
+
+    /// A transfer ended and its event waits: delivered now if the app runs, held while it is
+    /// suspended, and, when it is not running, the host launches it in the background to hear it.
+    private func transferEventQueued(relaunch: Bool) {
+        executor.schedule(at: now) { [unowned self] in
+            if appRunning {
+                deliverTransferEvents()
+            } else if relaunch, !isStopped, lifecycle.state == .notRunning || lifecycle.state == .ended {
+                record("relaunch", ("reason", .string("transferEvents")))
+                try? perform(.launchInBackground)
+            }
+        }
+    }
+
+    /// Delivers the waiting transfer events to the plugins that handle them, in the order they
+    /// happened, then `didFinishTransferEvents` to each plugin that got any. An event is removed
+    /// once its handlers have returned (or raised); if the app ends meanwhile it stays, and is
+    /// delivered at the next launch. Events of a plugin with no handler for them stay too.
+    private func deliverTransferEvents() {
+        guard let ledger = transferLedger, appRunning, !isStopped, visibleState != .suspended, callDepth == 0,
+            !deliveringTransferEvents
+        else { return }
+        deliveringTransferEvents = true
+        defer { deliveringTransferEvents = false }
+        let names: [String]
+        do {
+            names = try ledger.pluginsWithPendingEvents()
+        } catch {
+            return logger.error("cannot read the transfer events: \(error.message)")
+        }
+        for name in names {
+            guard let index = plugins.firstIndex(where: { $0.context.pluginName == name && !$0.context.isUnloaded })
+            else { continue }
+            var delivered = false
+            for pending in (try? ledger.pendingEvents(plugin: name)) ?? [] {
+                guard isRunning, let event = LifecycleEventName(rawValue: pending.name) else { return }
+                let info = TransferEventInfo(id: pending.transferID, reason: pending.reason)
+                guard dispatch(event, to: index, transfer: info) else { continue }
+                guard isRunning else { return }
+                do {
+                    try ledger.acknowledge(pending.seq)
+                } catch {
+                    logger.error("cannot remove a delivered transfer event: \(error.message)")
+                }
+                delivered = true
+            }
+            if delivered { _ = dispatch(.didFinishTransferEvents, to: index, transfer: nil) }
+        }
+    }
+
+    private func transferProgress(plugin: String, id: String, received: Int64, total: Int64?) {
+        guard isRunning, visibleState != .suspended, callDepth == 0,
+            let index = plugins.firstIndex(where: { $0.context.pluginName == plugin && !$0.context.isUnloaded })
+        else { return }
+        _ = dispatch(.transferProgress, to: index, transfer: TransferEventInfo(id: id, received: received, total: total))
+    }
+
+    /// Sends an event to one plugin's handlers; false if it has none.
+    private func dispatch(_ name: LifecycleEventName, to index: Int, transfer: TransferEventInfo?) -> Bool {
+        let list = subscriptions[name.ordinal].filter { $0.plugin == index && !$0.cancelled }
+        guard !list.isEmpty else { return false }
+        var fields: [(String, JSONValue)] = [("plugin", .string(plugins[index].context.pluginName))]
+        if let transfer {
+            fields.append(("transfer", .string(transfer.id)))
+            if let reason = transfer.reason { fields.append(("reason", .string(reason))) }
+            if let received = transfer.received { fields.append(("received", .int(received))) }
+        }
+        record(name.rawValue, fields)
+        let event = LifecycleEvent(name: name, time: now.seconds, state: visibleState, transfer: transfer)
+        let window = openWindow(limit: profile.limit(for: name), handler: name.rawValue)
+        for subscription in list {
+            guard appRunning else { break }
+            if subscription.cancelled { continue }
+            call(subscription.plugin, in: window) { subscription.handler(event) }
+        }
+        return true
     }
 
     // MARK: - Operation queues (issue 4)

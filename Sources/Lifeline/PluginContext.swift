@@ -144,6 +144,48 @@ public final class PluginContext: @unchecked Sendable {
         return try host.store(self)
     }
 
+    // MARK: - Background transfers (issue 5)
+
+    /// Starts a background download of `url` into `file`, a name relative to the plugin's files
+    /// folder (`<state-dir>/files/<plugin>/`). The file appears under that name only once it is
+    /// complete and verified (its size, and `sha256` when given). Returns the transfer's id: `id`
+    /// when given (an unfinished transfer with that id is returned, not started twice), else a
+    /// number the host picks. `transferDidFinish` or `transferDidFail` follows, carrying it.
+    public func download(url: String, to file: String, sha256: String? = nil, id: String? = nil) throws(TransferError)
+        -> String
+    {
+        guard isCurrent else { throw TransferError("the app is not running") }
+        return try host.startTransfer(
+            self, kind: .download, method: "GET", url: url, file: file, sha256: sha256, tag: id)
+    }
+
+    /// Starts a background upload of `file` (relative to the plugin's files folder) with `method`,
+    /// PUT or POST. Returns the transfer's id, as `download` does.
+    public func upload(url: String, from file: String, method: String = "PUT", id: String? = nil)
+        throws(TransferError) -> String
+    {
+        guard isCurrent else { throw TransferError("the app is not running") }
+        let method = method.uppercased()
+        guard method == "PUT" || method == "POST" else {
+            throw TransferError("an upload's method must be PUT or POST, not '\(method)'")
+        }
+        return try host.startTransfer(self, kind: .upload, method: method, url: url, file: file, sha256: nil, tag: id)
+    }
+
+    /// The plugin's transfers, oldest first, finished ones included.
+    public func transfers() throws(TransferError) -> [TransferRecord] {
+        guard isCurrent else { throw TransferError("the app is not running") }
+        return try host.listTransfers(self)
+    }
+
+    /// Cancels an unfinished transfer: `transferDidFail` follows with reason `cancelled`. False if
+    /// the plugin has no unfinished transfer with that id.
+    @discardableResult
+    public func cancelTransfer(_ id: String) throws(TransferError) -> Bool {
+        guard isCurrent else { throw TransferError("the app is not running") }
+        return try host.cancelTransfer(self, id: id)
+    }
+
     /// The profile's limits, for the bridge's timing rules.
     public var profile: Profile { host.profile }
 }

@@ -143,16 +143,14 @@ private struct Reader {
     ]
 
     func size(_ text: String, _ key: String, _ line: Int) throws(LifelineError) -> Int {
-        let trimmed = Self.trimmed(text)
-        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
-        let unit = Self.trimmed(trimmed.dropFirst(digits.count))
-        guard !digits.isEmpty, let multiplier = Self.units[unit] else {
+        do throws(PluginManifest.ByteCountError) {
+            return try PluginManifest.byteCount(text)
+        } catch .tooLarge {
+            throw fail(line, "[limits] \(key) \"\(text)\" is too large")
+        } catch {
             throw fail(line, "[limits] \(key) \"\(text)\" is not a size; write a whole number with an optional "
                 + "unit (B, KiB, MiB, GiB, KB, MB, GB), like \"64MiB\"")
         }
-        guard let count = Int(digits), case let (bytes, false) = count.multipliedReportingOverflow(by: multiplier)
-        else { throw fail(line, "[limits] \(key) \"\(text)\" is too large") }
-        return bytes
     }
 
     static func trimmed(_ text: some StringProtocol) -> String {
@@ -162,6 +160,21 @@ private struct Reader {
 }
 
 extension PluginManifest {
+    /// Why a text is not a byte count.
+    public enum ByteCountError: Error { case notASize, tooLarge }
+
+    /// A whole number with an optional unit from `units` ("64MiB", "50MB", "512"): plugin.toml's
+    /// limits and the scenario's `size=`/`rate=` read sizes alike.
+    public static func byteCount(_ text: some StringProtocol) throws(ByteCountError) -> Int {
+        let trimmed = Reader.trimmed(text)
+        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
+        let unit = Reader.trimmed(trimmed.dropFirst(digits.count))
+        guard !digits.isEmpty, let multiplier = Reader.units[unit] else { throw .notASize }
+        guard let count = Int(digits), case let (bytes, false) = count.multipliedReportingOverflow(by: multiplier)
+        else { throw .tooLarge }
+        return bytes
+    }
+
     /// "512 MiB" rather than "536870912 bytes" whenever the number is whole in a unit, binary ones first.
     public static func formatBytes(_ bytes: Int) -> String {
         let units = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("GB", 1_000_000_000), ("MB", 1_000_000),

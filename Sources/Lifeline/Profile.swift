@@ -42,7 +42,8 @@ public struct Profile: Equatable, Sendable {
         case .didFinishLaunching: return launchLimit
         case .didEnterBackground: return backgroundLimit
         case .willTerminate: return terminateLimit
-        case .didBecomeActive, .willResignActive, .willEnterForeground, .didReceiveMemoryWarning:
+        case .didBecomeActive, .willResignActive, .willEnterForeground, .didReceiveMemoryWarning,
+            .transferProgress, .transferDidFinish, .transferDidFail, .didFinishTransferEvents:
             return transitionLimit
         }
     }

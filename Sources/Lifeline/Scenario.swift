@@ -133,6 +133,10 @@ public struct NetworkRule: Equatable, Sendable {
         case hang
         /// The connection is refused, `delay` seconds after the request is sent.
         case refuse(delay: Double)
+        /// `STATUS size=N [rate=R/s]`: a body of `size` zero bytes that starts `delay` seconds
+        /// after the request and arrives at `rate` bytes a second (all at once without a rate).
+        /// Transfers write it to their file as it arrives; a plain request gets it in one piece.
+        case stream(status: Int, size: Int64, rate: Double?, delay: Double)
     }
 
     /// When the rule takes effect: requests sent from then on.
@@ -273,12 +277,52 @@ public struct NetworkRule: Equatable, Sendable {
             if words.last == "in" {
                 throw .badInput("\(at): 'in' at the end of the line needs a duration, as in 'in 300ms'")
             }
-            guard words.count >= 2, words[words.count - 2] == "in" else {
-                return .respond(status: status, body: String(bodyText), delay: 0)
+            var body = bodyText
+            var delay = 0.0
+            if words.count >= 2, words[words.count - 2] == "in" {
+                delay = try parseDelay(words[words.count - 1], at: at)
+                body = trimmed(bodyText[..<words[words.count - 2].startIndex])
             }
-            let delay = try parseDelay(words[words.count - 1], at: at)
-            let inWord = words[words.count - 2]
-            return .respond(status: status, body: String(trimmed(bodyText[..<inWord.startIndex])), delay: delay)
+            if let stream = try parseStream(body, status: status, delay: delay, at: at) { return stream }
+            return .respond(status: status, body: String(body), delay: delay)
+        }
+    }
+
+    /// `size=50MB [rate=2MB/s]` in place of a body; nil when the body is not that.
+    private static func parseStream(
+        _ body: Substring, status: Int, delay: Double, at: String
+    ) throws(LifelineError) -> Result? {
+        let words = body.split(whereSeparator: isBlank)
+        guard let first = words.first, first.hasPrefix("size=") else { return nil }
+        var size: Int64?
+        var rate: Double?
+        for word in words {
+            if word.hasPrefix("size="), size == nil {
+                size = try parseBytes(word.dropFirst(5), what: "size", at: at)
+            } else if word.hasPrefix("rate="), rate == nil {
+                let text = word.dropFirst(5)
+                guard text.hasSuffix("/s") else {
+                    throw .badInput("\(at): a rate is bytes a second, as in 'rate=2MB/s'")
+                }
+                rate = Double(try parseBytes(text.dropLast(2), what: "rate", at: at))
+            } else {
+                throw .badInput(
+                    "\(at): unexpected '\(word)' after 'size='; write 'STATUS size=SIZE [rate=SIZE/s] [in DURATION]', "
+                        + "as in '200 size=50MB rate=2MB/s'")
+            }
+        }
+        return .stream(status: status, size: size!, rate: rate, delay: delay)
+    }
+
+    private static func parseBytes(_ text: Substring, what: String, at: String) throws(LifelineError) -> Int64 {
+        do throws(PluginManifest.ByteCountError) {
+            let bytes = try PluginManifest.byteCount(text)
+            guard what == "size" || bytes > 0 else { throw .notASize }
+            return Int64(bytes)
+        } catch {
+            throw .badInput(
+                "\(at): '\(text)' is not a \(what); write a whole number with an optional unit (B, KB, MB, GB, KiB, "
+                    + "MiB, GiB), as in 'size=50MB rate=2MB/s'")
         }
     }
 

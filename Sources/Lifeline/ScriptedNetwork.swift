@@ -56,6 +56,24 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
                     let headers = [HTTPHeader("Content-Type", json ? "application/json" : "text/plain")]
                     answer = (delay, .success(HTTPResponse(status: status, headers: headers, body: bytes)))
                 }
+            case .stream(let status, let size, let rate, let delay):
+                // A plain request gets the whole body at once, when the last byte would arrive.
+                let arrival = delay + (rate.map { Double(size) / $0 } ?? 0)
+                if size > request.maximumBodyBytes {
+                    answer = (
+                        arrival,
+                        .failure(
+                            HTTPFailure(
+                                .tooLarge,
+                                "the body scripted at \(at) is \(size) bytes, more than the request's maximum of "
+                                    + "\(request.maximumBodyBytes)"))
+                    )
+                } else {
+                    let response = HTTPResponse(
+                        status: status, headers: [HTTPHeader("Content-Type", "application/octet-stream")],
+                        body: [UInt8](repeating: 0, count: Int(size)))
+                    answer = (arrival, .success(response))
+                }
             }
         } else {
             answer = (
@@ -93,3 +111,165 @@ extension NetworkRule {
         return Glob.matches(target, text)
     }
 }
+
+// MARK: - Transfers
+
+extension ScriptedNetwork: TransferTransport {
+    /// The validator a scripted resource carries: one per `http` line, so a resume is answered
+    /// with 206 only while the same line serves the URL.
+    static func etag(_ rule: NetworkRule) -> String { "\"line-\(rule.line)\"" }
+
+    /// How often a transfer with a rate reports its bytes, in virtual seconds.
+    static let tick = 0.25
+
+    /// A transfer served by the scenario's `http` lines, in virtual time: a status answers after
+    /// the line's delay; a `size=` body arrives at its `rate`, in ticks of 0.25 s, as zero bytes
+    /// written to the partial file. A resumed GET whose If-Range names the serving line's ETag gets
+    /// a 206 for the rest; any other gets the whole body.
+    public func transfer(
+        _ attempt: TransferAttempt, report: @escaping @Sendable (TransferReport) -> Void,
+        completion: @escaping @Sendable (TransferAttemptResult) -> Void
+    ) -> any HTTPCancellable {
+        let run = ScriptedTransfer(executor: executor)
+        guard let rule = rule(for: attempt.request) else {
+            let request = attempt.request
+            run.after(0) {
+                completion(
+                    .failed(
+                        HTTPFailure(
+                            .connect,
+                            "connection refused: no http line in \(self.fileName) matches \(request.method) "
+                                + "\(request.url) at \(self.executor.now)s")))
+            }
+            return run
+        }
+        let at = "\(fileName):\(rule.line)"
+        switch rule.result {
+        case .hang:
+            break
+        case .refuse(let delay):
+            run.after(delay) { completion(.failed(HTTPFailure(.connect, "connection refused (scripted at \(at))"))) }
+        case .respond(let status, let body, let delay):
+            run.after(delay) {
+                run.serve(attempt, rule: rule, status: status, body: .bytes(Array(body.utf8)), rate: nil, report, completion)
+            }
+        case .stream(let status, let size, let rate, let delay):
+            run.after(delay) {
+                run.serve(attempt, rule: rule, status: status, body: .zeros(size), rate: rate, report, completion)
+            }
+        }
+        return run
+    }
+}
+
+/// One scripted transfer under way: its next job on the executor, which `cancel` removes.
+private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
+    private let executor: MainExecutor
+    private var job: MainExecutor.JobID?
+    private var cancelled = false
+
+    enum Body {
+        case bytes([UInt8])
+        case zeros(Int64)
+        var count: Int64 {
+            switch self {
+            case .bytes(let b): return Int64(b.count)
+            case .zeros(let n): return n
+            }
+        }
+    }
+
+    init(executor: MainExecutor) { self.executor = executor }
+
+    func after(_ seconds: Double, _ body: @escaping () -> Void) {
+        guard !cancelled else { return }
+        job = executor.schedule(at: executor.now.adding(seconds: seconds)) { [self] in
+            job = nil
+            guard !cancelled else { return }
+            body()
+        }
+    }
+
+    func cancel() {
+        cancelled = true
+        if let job { executor.cancel(job) }
+        job = nil
+    }
+
+    func serve(
+        _ attempt: TransferAttempt, rule: NetworkRule, status: Int, body: Body, rate: Double?,
+        _ report: @escaping @Sendable (TransferReport) -> Void,
+        _ completion: @escaping @Sendable (TransferAttemptResult) -> Void
+    ) {
+        guard (200..<300).contains(status) else {
+            return completion(.response(status: status, headers: [], bytes: 0))
+        }
+        if attempt.kind == .upload {
+            var st = stat()
+            let size = stat(attempt.path, &st) == 0 ? Int64(st.st_size) : 0
+            let seconds = rate.map { Double(size) / $0 } ?? 0
+            report(.progress(bytes: 0, total: size))
+            return after(seconds) {
+                report(.progress(bytes: size, total: size))
+                completion(.response(status: status, headers: [], bytes: size))
+            }
+        }
+        let etag = ScriptedNetwork.etag(rule)
+        let total = body.count
+        let header = { (name: String) in attempt.request.headers.first { $0.name.lowercased() == name }?.value }
+        var start: Int64 = 0
+        var headers = [HTTPHeader("ETag", etag)]
+        var answer = status
+        if let range = header("range"), header("if-range") == etag, range.hasPrefix("bytes="),
+            let from = Int64(range.dropFirst(6).prefix { $0 != "-" }), from < total
+        {
+            start = from
+            answer = 206
+            headers.append(HTTPHeader("Content-Range", "bytes \(from)-\(total - 1)/\(total)"))
+        }
+        headers.append(HTTPHeader("Content-Length", String(total - start)))
+        let file = DownloadFile(finalPath: attempt.path, resumeFrom: attempt.resumeFrom)
+        do throws(TransferError) {
+            if try file.begin(status: answer, headers: headers) == .mismatch { return completion(.rangeMismatch) }
+        } catch {
+            return completion(.fileFailed(error.message))
+        }
+        report(.head(status: answer, headers: headers))
+        var sent = start
+        let step: Int64 = rate.map { max(1, Int64($0 * ScriptedNetwork.tick)) } ?? (total - start)
+        func next() {
+            let count = min(step, total - sent)
+            do throws(TransferError) {
+                switch body {
+                case .bytes(let bytes):
+                    let slice = Array(bytes[Int(sent)..<Int(sent + count)])
+                    var failure: TransferError?
+                    slice.withUnsafeBytes { buffer in
+                        do throws(TransferError) { try file.write(buffer) } catch { failure = error }
+                    }
+                    if let failure { throw failure }
+                case .zeros:
+                    try file.appendZeros(count)
+                }
+            } catch {
+                file.close()
+                return completion(.fileFailed(error.message))
+            }
+            sent += count
+            report(.progress(bytes: sent, total: total))
+            guard sent == total else { return after(ScriptedNetwork.tick, next) }
+            if let why = file.finish(sha256: attempt.sha256) { return completion(.fileFailed(why)) }
+            completion(.response(status: answer, headers: headers, bytes: total))
+        }
+        if total == start {
+            if let why = file.finish(sha256: attempt.sha256) { return completion(.fileFailed(why)) }
+            return completion(.response(status: answer, headers: headers, bytes: total))
+        }
+        // With a rate, each tick's bytes have arrived at the tick's end.
+        if rate == nil { next() } else { after(ScriptedNetwork.tick, next) }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -27,8 +27,10 @@ public enum Simulation {
         configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch
         let executor = MainExecutor(clock: VirtualClock())
         // simulate never touches the real network: the scenario's http lines script it.
-        configuration.transport = ScriptedNetwork(
-            rules: scenario.network, executor: executor, fileName: scenario.fileName)
+        let network = ScriptedNetwork(rules: scenario.network, executor: executor, fileName: scenario.fileName)
+        configuration.transport = network
+        configuration.transferTransport = network
+        configuration.transferJitterSeed = configuration.transferJitterSeed ?? 0
         let host = LifelineHost(configuration: configuration, plugins: plugins, executor: executor)
         defer { host.shutdown() }
         var transitionError: Lifecycle.TransitionError?

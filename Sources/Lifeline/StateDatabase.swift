@@ -46,6 +46,11 @@ public final class StateDatabase: Sendable {
         }
     }
 
+    /// Whether the database may hold anything: false for a temporary one never used yet.
+    public var mayHoldData: Bool {
+        connection.withLock { $0 != nil } || FileManager.default.fileExists(atPath: path)
+    }
+
     /// The state dir that holds the file.
     public var directory: String { (path as NSString).deletingLastPathComponent }
 
@@ -112,6 +117,10 @@ public final class StateDatabase: Sendable {
                         reason TEXT
                     );
                     """)
+        }
+        m.registerMigration("transfer-tags") { db in
+            // The id a plugin gave its transfer (`download{id = ...}`); NULL: the row's id serves.
+            try db.execute(sql: "ALTER TABLE transfers ADD COLUMN tag TEXT")
         }
         return m
     }

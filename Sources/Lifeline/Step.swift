@@ -9,6 +9,9 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
     case memoryWarning
     case terminate
     case kill
+    /// The user swiped the app away (issue 5): its background transfers are cancelled with reason
+    /// `userForceQuit`, then it is killed.
+    case forceQuit
 
     /// The action as a scenario file spells it.
     public var description: String {
@@ -22,11 +25,13 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
         case .memoryWarning: return "memory-warning"
         case .terminate: return "terminate"
         case .kill: return "kill"
+        case .forceQuit: return "force-quit"
         }
     }
 
     /// Every action, for parsing and for error messages.
     public static let all: [Step] = [
         .launch, .launchInBackground, .resign, .activate, .background, .foreground, .memoryWarning, .terminate, .kill,
+        .forceQuit,
     ]
 }

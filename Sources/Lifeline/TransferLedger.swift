@@ -31,6 +31,11 @@ public struct TransferRecord: Equatable, Sendable {
     public var attempts: Int
     /// Why it failed or was cancelled.
     public var reason: String?
+    /// The id the plugin gave it, if any.
+    public var tag: String? = nil
+
+    /// The id plugins see: the one the plugin gave, else the row's number.
+    public var publicID: String { tag ?? String(id) }
 }
 
 /// A completion event waiting for its plugin's handler: removed only once the handler returned,
@@ -42,6 +47,8 @@ public struct TransferEventRecord: Equatable, Sendable {
     /// `transferDidFinish` or `transferDidFail`.
     public var name: String
     public var reason: String?
+    /// The transfer's id as plugins see it (`TransferRecord.publicID`).
+    public var transferID: String
 }
 
 /// The transfers and their undelivered events, in the state dir's database. A change of state
@@ -56,18 +63,19 @@ public final class TransferLedger {
 
     /// Records a new transfer, queued.
     public func add(
-        plugin: String, kind: TransferRecord.Kind, method: String, url: String, file: String, sha256: String?
+        plugin: String, kind: TransferRecord.Kind, method: String, url: String, file: String, sha256: String?,
+        tag: String? = nil
     ) throws(StoreError) -> TransferRecord {
         try database.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO transfers (plugin, kind, method, url, file, sha256, state)
-                    VALUES (?, ?, ?, ?, ?, ?, 'queued')
-                    """, arguments: [plugin, kind.rawValue, method, url, file, sha256])
+                    INSERT INTO transfers (plugin, kind, method, url, file, sha256, state, tag)
+                    VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)
+                    """, arguments: [plugin, kind.rawValue, method, url, file, sha256, tag])
             return TransferRecord(
                 id: db.lastInsertedRowID, plugin: plugin, kind: kind, method: method, url: url, file: file,
                 sha256: sha256, state: .queued, received: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
-                reason: nil)
+                reason: nil, tag: tag)
         }
     }
 
@@ -119,8 +127,14 @@ public final class TransferLedger {
     /// The events waiting for `plugin`, in the order they happened.
     public func pendingEvents(plugin: String) throws(StoreError) -> [TransferEventRecord] {
         try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM transfer_events WHERE plugin = ? ORDER BY seq", arguments: [plugin])
-                .map(TransferLedger.event)
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT e.*, COALESCE(t.tag, CAST(e.transfer AS TEXT)) AS transfer_id
+                    FROM transfer_events e LEFT JOIN transfers t ON t.id = e.transfer
+                    WHERE e.plugin = ? ORDER BY e.seq
+                    """, arguments: [plugin]
+            ).map(TransferLedger.event)
         }
     }
 
@@ -142,11 +156,12 @@ public final class TransferLedger {
             method: row["method"], url: row["url"], file: row["file"], sha256: row["sha256"],
             state: TransferRecord.State(rawValue: row["state"]) ?? .failed, received: row["received"],
             total: row["total"], etag: row["etag"], lastModified: row["last_modified"], attempts: row["attempts"],
-            reason: row["reason"])
+            reason: row["reason"], tag: row["tag"])
     }
 
     private static func event(_ row: Row) -> TransferEventRecord {
         TransferEventRecord(
-            seq: row["seq"], plugin: row["plugin"], transfer: row["transfer"], name: row["name"], reason: row["reason"])
+            seq: row["seq"], plugin: row["plugin"], transfer: row["transfer"], name: row["name"], reason: row["reason"],
+            transferID: row["transfer_id"])
     }
 }

@@ -42,7 +42,10 @@ enum LuaModule {
         return LifelineModuleSpec(
             functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now,
             config: pushConfig,
-            tables: subtables([("http", [("request", httpRequest)]), ("store", LuaStore.functions)]),
+            tables: subtables([
+                ("http", [("request", httpRequest)]), ("store", LuaStore.functions),
+                ("transfers", LuaTransfers.functions),
+            ]),
             task_methods: registrations([("cancel", taskCancel), ("done", taskDone), ("wait", taskWait)]),
             queue_new: queueNew,
             queue_methods: registrations([

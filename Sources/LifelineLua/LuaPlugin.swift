@@ -92,10 +92,27 @@ public final class LuaPlugin: PluginInstance {
         guard let event else { return outcome(lifeline_call_ref(L, ref, nil), L) }
         return event.name.rawValue.withCString { name in
             event.state.rawValue.withCString { st in
-                var ev = LifelineEvent(name: name, time: event.time, state: st)
-                return outcome(lifeline_call_ref(L, ref, &ev), L)
+                guard let transfer = event.transfer else {
+                    var ev = LifelineEvent(
+                        name: name, time: event.time, state: st, transfer_id: nil, reason: nil, received: -1,
+                        total: -1)
+                    return outcome(lifeline_call_ref(L, ref, &ev), L)
+                }
+                return transfer.id.withCString { id in
+                    LuaPlugin.withOptionalCString(transfer.reason) { reason in
+                        var ev = LifelineEvent(
+                            name: name, time: event.time, state: st, transfer_id: id, reason: reason,
+                            received: transfer.received ?? -1, total: transfer.total ?? -1)
+                        return outcome(lifeline_call_ref(L, ref, &ev), L)
+                    }
+                }
             }
         }
+    }
+
+    private static func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+        guard let text else { return body(nil) }
+        return text.withCString { body($0) }
     }
 
     /// Calls the function at registry `ref` with the value at registry `argRef`.

@@ -93,6 +93,12 @@ typedef struct LifelineEvent {
     const char *name;
     double time;
     const char *state;
+    /// Transfer events only (NULL otherwise): the transfer's id, and why it failed (or NULL).
+    const char *transfer_id;
+    const char *reason;
+    /// transferProgress only: bytes so far and the whole size; -1 when not known.
+    long long received;
+    long long total;
 } LifelineEvent;
 
 /// Calls the function stored at registry `ref`, with an event table built from `event` (or no
