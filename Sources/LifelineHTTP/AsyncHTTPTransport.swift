@@ -23,9 +23,12 @@ public final class AsyncHTTPTransport: HTTPTransport {
     /// Seconds a new connection (TCP and TLS) may take before the exchange fails with `timeout`.
     public static let defaultConnectTimeout: Double = 10
 
-    private let client: HTTPClient
-    private let connectTimeout: Double
-    private let isShutDown = Mutex(false)
+    let client: HTTPClient
+    let connectTimeout: Double
+    /// Seconds a background transfer may receive nothing before it fails with `timeout`.
+    let transferIdleTimeout: Double
+    public static let defaultTransferIdleTimeout: Double = 60
+    let isShutDown = Mutex(false)
 
     /// Makes the transport and its client.
     ///
@@ -35,8 +38,10 @@ public final class AsyncHTTPTransport: HTTPTransport {
     ///   - connectTimeout: Seconds a new connection may take (TCP connect and TLS handshake).
     public init(
         eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
-        connectTimeout: Double = AsyncHTTPTransport.defaultConnectTimeout
+        connectTimeout: Double = AsyncHTTPTransport.defaultConnectTimeout,
+        transferIdleTimeout: Double = AsyncHTTPTransport.defaultTransferIdleTimeout
     ) {
+        self.transferIdleTimeout = transferIdleTimeout
         var pool = HTTPClient.Configuration.ConnectionPool()
         // A refused connection is an answer, as on iOS: fail with `connect` now rather than retry
         // with a backoff until the connect timeout.
@@ -116,7 +121,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
     // MARK: - Errors
 
     /// What an error message needs to know about the exchange.
-    private struct FailureContext: Sendable {
+    struct FailureContext: Sendable {
         var url: String
         var timeout: Double
         var connectTimeout: Double
@@ -128,7 +133,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
 
     /// Maps what async-http-client and NIO throw to the core's failure kinds, with a message naming
     /// the URL.
-    private static func failure(for error: any Error, _ context: FailureContext) -> HTTPFailure {
+    static func failure(for error: any Error, _ context: FailureContext) -> HTTPFailure {
         let url = context.url
         switch error {
         case let failure as HTTPFailure:
@@ -214,7 +219,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
     // MARK: - Helpers
 
     /// Seconds as a `TimeAmount`, clamped to a range NIO can add to `now` without overflowing.
-    private static func amount(seconds: Double) -> TimeAmount {
+    static func amount(seconds: Double) -> TimeAmount {
         let clamped = seconds.isFinite ? min(max(seconds, 0), 1e8) : 1e8
         return .nanoseconds(Int64(clamped * 1e9))
     }

@@ -1,0 +1,172 @@
+import AsyncHTTPClient
+import Foundation
+import Lifeline
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// Background transfers on async-http-client (issue 5): a download streams its body into the
+/// partial file through `DownloadFile`, on the connection's event loop, and gets its final name
+/// only once verified; an upload sends its file. There is no overall timeout, since a large file
+/// may take long, but a transfer that receives nothing for `transferIdleTimeout` seconds fails
+/// with `timeout` (and is retried by the host).
+extension AsyncHTTPTransport: TransferTransport {
+    public func transfer(
+        _ attempt: TransferAttempt, report: @escaping @Sendable (TransferReport) -> Void,
+        completion: @escaping @Sendable (TransferAttemptResult) -> Void
+    ) -> any HTTPCancellable {
+        let url = attempt.request.url
+        guard !isShutDown.withLock({ $0 }) else {
+            completion(.failed(HTTPFailure(.connect, "cannot reach \(url): the HTTP client was shut down")))
+            return NothingToCancel()
+        }
+        let context = FailureContext(url: url, timeout: transferIdleTimeout, connectTimeout: connectTimeout)
+        let outgoing: HTTPClient.Request
+        var uploadSize: Int64 = 0
+        do {
+            var headers = HTTPHeaders()
+            for header in attempt.request.headers { headers.add(name: header.name, value: header.value) }
+            var body: HTTPClient.Body?
+            if attempt.kind == .upload {
+                // The whole file is read, then sent: uploads are plugins' own files, not media.
+                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: attempt.path)))
+                uploadSize = Int64(bytes.count)
+                body = .bytes(bytes)
+            }
+            outgoing = try HTTPClient.Request(
+                url: url, method: HTTPMethod(rawValue: attempt.request.method), headers: headers, body: body)
+        } catch let error as CocoaError {
+            completion(.fileFailed("cannot read '\(attempt.path)': \(error.localizedDescription)"))
+            return NothingToCancel()
+        } catch {
+            completion(.failed(AsyncHTTPTransport.failure(for: error, context)))
+            return NothingToCancel()
+        }
+        let streamer = Streamer(attempt: attempt, uploadSize: uploadSize, report: report)
+        let task = client.execute(request: outgoing, delegate: streamer)
+        // Stalls: a check every quarter of the idle timeout.
+        let idle = AsyncHTTPTransport.amount(seconds: transferIdleTimeout)
+        let quarter = TimeAmount.nanoseconds(idle.nanoseconds / 4)
+        let check = task.eventLoop.scheduleRepeatedTask(initialDelay: quarter, delay: quarter) { _ in
+            if streamer.idleSince(NIODeadline.now()) > idle {
+                streamer.stalled = true
+                task.cancel()
+            }
+        }
+        task.futureResult.whenComplete { result in
+            check.cancel()
+            streamer.close()
+            switch result {
+            case .success(let outcome):
+                completion(outcome)
+            case .failure(let error as TransferError):
+                completion(.fileFailed(error.message))
+            case .failure(is RangeMismatch):
+                completion(.rangeMismatch)
+            case .failure where streamer.stalled:
+                completion(
+                    .failed(
+                        HTTPFailure(
+                            .timeout,
+                            "nothing arrived from \(url) for \(ReportNumber.seconds(self.transferIdleTimeout)) s")))
+            case .failure(let error):
+                completion(.failed(AsyncHTTPTransport.failure(for: error, context)))
+            }
+        }
+        return TransferCancellation(task: task)
+    }
+}
+
+/// A 206 for other bytes than the ones asked for.
+private struct RangeMismatch: Error {}
+
+private struct TransferCancellation: HTTPCancellable {
+    let task: HTTPClient.Task<TransferAttemptResult>
+    func cancel() { task.cancel() }
+}
+
+/// Streams one transfer's response. Touched on the request's event loop only, but for
+/// `idleSince` and `stalled`, which the loop's own scheduled task reads.
+private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = TransferAttemptResult
+
+    private let attempt: TransferAttempt
+    private let uploadSize: Int64
+    private let report: @Sendable (TransferReport) -> Void
+    private var file: DownloadFile?
+    private var status = 0
+    private var headers: [HTTPHeader] = []
+    private var lastActivity = NIODeadline.now()
+    private var reportedAt: Int64 = 0
+    var stalled = false
+
+    /// Progress is posted at most once per this many bytes; the host throttles it further.
+    private static let reportEvery: Int64 = 1 << 20
+
+    init(attempt: TransferAttempt, uploadSize: Int64, report: @escaping @Sendable (TransferReport) -> Void) {
+        self.attempt = attempt
+        self.uploadSize = uploadSize
+        self.report = report
+    }
+
+    func idleSince(_ now: NIODeadline) -> TimeAmount { now - lastActivity }
+
+    func close() { file?.close() }
+
+    func didSendRequestPart(task: HTTPClient.Task<Response>, _ part: IOData) {
+        lastActivity = .now()
+    }
+
+    func didSendRequest(task: HTTPClient.Task<Response>) {
+        if attempt.kind == .upload { report(.progress(bytes: uploadSize, total: uploadSize)) }
+    }
+
+    func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        lastActivity = .now()
+        status = Int(head.status.code)
+        headers = head.headers.map { HTTPHeader($0.name, $0.value) }
+        guard attempt.kind == .download, (200..<300).contains(status) else {
+            return task.eventLoop.makeSucceededVoidFuture()
+        }
+        let file = DownloadFile(finalPath: attempt.path, resumeFrom: attempt.resumeFrom)
+        do throws(TransferError) {
+            if try file.begin(status: status, headers: headers) == .mismatch {
+                return task.eventLoop.makeFailedFuture(RangeMismatch())
+            }
+        } catch {
+            return task.eventLoop.makeFailedFuture(error)
+        }
+        self.file = file
+        report(.head(status: status, headers: headers))
+        report(.progress(bytes: file.size, total: file.expectedSize))
+        reportedAt = file.size
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Response>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        lastActivity = .now()
+        guard let file else { return task.eventLoop.makeSucceededVoidFuture() }  // an error body: dropped
+        do throws(TransferError) {
+            var failure: TransferError?
+            buffer.withUnsafeReadableBytes { bytes in
+                do throws(TransferError) { try file.write(bytes) } catch { failure = error }
+            }
+            if let failure { throw failure }
+        } catch {
+            return task.eventLoop.makeFailedFuture(error)
+        }
+        if file.size - reportedAt >= Streamer.reportEvery {
+            reportedAt = file.size
+            report(.progress(bytes: file.size, total: file.expectedSize))
+        }
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Response>) throws -> Response {
+        guard let file else {
+            return .response(status: status, headers: headers, bytes: attempt.kind == .upload ? uploadSize : 0)
+        }
+        if let why = file.finish(sha256: attempt.sha256) { return .fileFailed(why) }
+        return .response(status: status, headers: headers, bytes: file.size)
+    }
+}
