@@ -145,6 +145,11 @@ public final class TransferLedger {
         }
     }
 
+    /// How many events wait for delivery, all plugins together.
+    public func pendingEventCount() throws(StoreError) -> Int {
+        try database.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM transfer_events") ?? 0 }
+    }
+
     /// Removes a delivered event: call once its handler has returned.
     public func acknowledge(_ seq: Int64) throws(StoreError) {
         try database.write { db in try db.execute(sql: "DELETE FROM transfer_events WHERE seq = ?", arguments: [seq]) }

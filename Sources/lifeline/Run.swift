@@ -20,6 +20,11 @@ struct Run: ParsableCommand {
               SIGUSR2           foreground
               SIGTERM, SIGINT   terminate
               a second SIGINT   kill
+              SIGQUIT           force-quit: cancels every background transfer
+                                (reason userForceQuit), then kills the app
+
+            Background transfers live in the state dir and go on across restarts:
+            a host started again on the same dir resumes the unfinished ones.
 
             When a rule terminates the app, a crash report is written to
             <state-dir>/reports/ and the exit code is 1.
@@ -67,6 +72,7 @@ struct Run: ParsableCommand {
                     }
                 })
             configuration.transport = transport
+            configuration.transferTransport = transport
             configuration.database = try StateDatabase.open(stateDirectory: stateDirectory)
             let host = LifelineHost(
                 configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
@@ -133,6 +139,7 @@ final class SignalSteps: @unchecked Sendable {
             (SIGUSR1, { post(.background) }),
             (SIGUSR2, { post(.foreground) }),
             (SIGTERM, { post(.terminate) }),
+            (SIGQUIT, { post(.forceQuit) }),
             (SIGINT, { [unowned self] in
                 interrupts += 1
                 if interrupts == 1 { post(.terminate) } else { kill() }
