@@ -69,6 +69,37 @@ private func simulateExample(
         #expect(r.stderr.contains(log), "\(r.stderr)")
     }
 
+    /// offline-sync, relaunch: killed mid-download, relaunched in the background by the host when
+    /// the download ends, handles the event with a normal budget, suspends; launch brings it back.
+    @Test func example_offlineSync_isRelaunchedInTheBackgroundToHearItsDownload() throws {
+        let (r, report) = try simulateExample("offline-sync", "relaunch")
+        #expect(events(report, "transferEnded", plugin: "offline-sync").map { $0["t"] as? Double } == [30])
+        #expect(events(report, "relaunch").map { $0["t"] as? Double } == [30])
+        let heard = try #require(events(report, "transferDidFinish", plugin: "offline-sync").first)
+        #expect(heard["t"] as? Double == 30)
+        #expect(heard["transfer"] as? String == "catalogue")
+        #expect(events(report, "didFinishTransferEvents", plugin: "offline-sync").count == 1)
+        let names = timeline(report).map { $0["event"] as? String ?? "" }
+        let relaunch = try #require(names.firstIndex(of: "relaunch"))
+        #expect(names[relaunch...].contains("suspended"))
+        #expect(events(report, "didBecomeActive").map { $0["t"] as? Double } == [0, 120])
+        #expect(report["termination"] is NSNull)
+        #expect(r.stderr.contains("saved 1 pending change(s); download catalogue under way"), "\(r.stderr)")
+        #expect(r.stderr.contains("download catalogue finished; heard in state background"))
+        #expect(r.stderr.contains("launched in state inactive with 0 pending change(s)"))
+    }
+
+    /// offline-sync, force-quit: the download is cancelled with userForceQuit and heard at the next launch.
+    @Test func example_offlineSync_forceQuitCancelsTheDownload() throws {
+        let (r, report) = try simulateExample("offline-sync", "force-quit")
+        let ended = try #require(events(report, "transferEnded", plugin: "offline-sync").first)
+        #expect(ended["t"] as? Double == 10)
+        #expect(ended["reason"] as? String == "userForceQuit")
+        #expect(events(report, "relaunch").isEmpty)
+        #expect(events(report, "transferDidFail", plugin: "offline-sync").map { $0["t"] as? Double } == [60])
+        #expect(r.stderr.contains("download catalogue failed: userForceQuit"), "\(r.stderr)")
+    }
+
     /// sync, deduplication: the refresh asked for again while one is pending is dropped.
     @Test func example_sync_dropsRefreshesWhileOneIsPending() throws {
         let (r, report) = try simulateExample("sync", "dedupe")
