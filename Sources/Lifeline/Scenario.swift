@@ -122,6 +122,8 @@ public struct Scenario: Equatable, Sendable {
 ///   includes the query.
 /// - RESULT: `STATUS [BODY] [in DURATION]` (STATUS 100–599; BODY is the rest of the line and may
 ///   hold spaces, but not `#`, which starts a comment; a last `in DURATION` is the delay),
+///   `STATUS size=SIZE [rate=SIZE/s] [in DURATION]` (a body of SIZE zero bytes at that rate, for
+///   background transfers),
 ///   `hang` (no answer ever: the request's timeout or its task's expiration ends it), or
 ///   `refuse [in DURATION]` (connection refused).
 public struct NetworkRule: Equatable, Sendable {

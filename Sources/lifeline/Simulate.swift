@@ -16,6 +16,11 @@ struct Simulate: ParsableCommand {
               0s   http POST 127.0.0.1:8080/session/end -> 200 {"success": true} in 300ms
               0s   http * api.example.com/* -> hang
               30s  http * * -> refuse
+              0s   http GET 127.0.0.1:8080/big.bin -> 200 size=50MB rate=2MB/s
+
+            A body given by size and rate takes virtual time to arrive, so background
+            transfers (lifeline.transfers) can outlive a kill; the force-quit action cancels
+            them (docs/transfers.md).
 
             Exit codes:
               0   completed

@@ -142,6 +142,21 @@ func scriptedNetwork_parse_eachForm(_ c: RuleCase) throws {
     #expect(scenario.network.map(\.result) == [.respond(status: 200, body: "a", delay: 0), .hang, .refuse(delay: 0)])
 }
 
+@Test func scriptedNetwork_parse_sizeAndRate_makeAStreamedBody() throws {
+    #expect(
+        try rules("0s http GET example.org/big.bin -> 200 size=50MB rate=2MB/s").map(\.result) == [
+            .stream(status: 200, size: 50_000_000, rate: 2_000_000, delay: 0)
+        ])
+    #expect(
+        try rules("0s http GET example.org/a -> 206 size=1KiB in 2s").map(\.result) == [
+            .stream(status: 206, size: 1024, rate: nil, delay: 2)
+        ])
+    // A body that merely mentions size= later is a body.
+    #expect(try rules("0s http GET example.org/a -> 200 ok size=1").map(\.result) == [
+        .respond(status: 200, body: "ok size=1", delay: 0)
+    ])
+}
+
 @Test func scriptedNetwork_parse_scenarioWithoutHttpLines_hasNoRules() throws {
     #expect(try rules("0s launch\n2s background\n").isEmpty)
     #expect(Scenario(entries: [], fileName: "t").network.isEmpty)
@@ -173,6 +188,10 @@ struct BadRule: Sendable, CustomTestStringConvertible {
     BadRule(rule: "http GET 127.0.0.1/x -> hang in 5s", message: "'hang' takes no delay"),
     BadRule(rule: "http GET 127.0.0.1/x -> hang forever", message: "unexpected 'forever' after 'hang'"),
     BadRule(rule: "http GET http://127.0.0.1/x -> 200", message: "without the scheme"),
+    BadRule(rule: "http GET 127.0.0.1/x -> 200 size=big", message: "'big' is not a size"),
+    BadRule(rule: "http GET 127.0.0.1/x -> 200 size=5MB rate=2MB", message: "a rate is bytes a second"),
+    BadRule(rule: "http GET 127.0.0.1/x -> 200 size=5MB rate=0/s", message: "'0' is not a rate"),
+    BadRule(rule: "http GET 127.0.0.1/x -> 200 size=5MB fast", message: "unexpected 'fast' after 'size='"),
     BadRule(rule: "http GET 127.0.0.1 -> 200", message: "has no path"),
     BadRule(rule: "http GET /x -> 200", message: "has no host"),
     BadRule(rule: "http GET :80/x -> 200", message: "has no host"),

@@ -8,7 +8,9 @@
 //      same requests made by curl (one process, one kept-alive connection);
 //   6. 100,000 empty operations through a serial Lifeline queue from Swift, next to Foundation's
 //      OperationQueue (maxConcurrentOperationCount = 1) and a serial DispatchQueue doing the same
-//      work; and the cost per operation from Lua.
+//      work; and the cost per operation from Lua;
+//   7. a 200 MB loopback download through lifeline.transfers.download, next to curl fetching
+//      the same URL into a file (`figures transfer` runs only this one).
 // Run it with scripts/bench (release build).
 import CLuaShims
 import Foundation
@@ -237,11 +239,115 @@ func curlRequests(port: Int, count: Int) -> Double {
     return Double(count) / (Double(Monotonic.nanoseconds() - start) / 1e9)
 }
 
+// MARK: 7. background transfer throughput
+
+/// Serves `/big`: `size` bytes, with a Content-Length, written in 1 MiB chunks as the socket takes them.
+final class BigHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    let size: Int
+    let chunk: ByteBuffer
+    init(size: Int) {
+        self.size = size
+        chunk = ByteBuffer(repeating: 0x5A, count: 1 << 20)
+    }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .end = unwrapInboundIn(data) else { return }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: String(size))
+        headers.add(name: "ETag", value: "\"big\"")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        send(context, left: size)
+    }
+    private func send(_ context: ChannelHandlerContext, left: Int) {
+        guard left > 0 else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        let n = min(left, chunk.readableBytes)
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk.getSlice(at: 0, length: n)!))))
+            .whenSuccess { self.send(context, left: left - n) }
+    }
+}
+
+/// Seconds for one download of `/big` through lifeline.transfers.download in `run`'s setting
+/// (monotonic clock, async-http-client, a state dir on disk), from the call to transferEnded.
+func lifelineTransfer(port: Int, size: Int) -> Double {
+    let dir = tempPlugins(
+        ["p": "lifeline.transfers.download{url = 'http://127.0.0.1:\(port)/big', to = 'big.bin'}"],
+        manifest: "[permissions]\nnetwork = [\"127.0.0.1:*\"]\n")
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("lifeline-state-\(UUID())").path
+    defer {
+        try? FileManager.default.removeItem(atPath: dir)
+        try? FileManager.default.removeItem(atPath: state)
+    }
+    let transport = AsyncHTTPTransport()
+    defer { transport.shutdown() }
+    var configuration = HostConfiguration()
+    configuration.transport = transport
+    configuration.transferTransport = transport
+    configuration.database = try! StateDatabase.open(stateDirectory: state)
+    let executor = MainExecutor(clock: MonotonicClock())
+    let host = LifelineHost(
+        configuration: configuration, plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
+    defer { host.shutdown() }
+    let start = Monotonic.nanoseconds()
+    try! host.perform(.launch)
+    executor.run(
+        shouldStop: { host.recorder.timeline.contains { $0.event == "transferEnded" } }, afterJob: host.afterJob)
+    let seconds = Double(Monotonic.nanoseconds() - start) / 1e9
+    let ended = host.recorder.timeline.first { $0.event == "transferEnded" }
+    precondition(ended?["state"] == .string("finished"), "the transfer did not finish: \(String(describing: ended))")
+    let got = (try? FileManager.default.attributesOfItem(atPath: state + "/files/p/big.bin"))?[.size] as? Int
+    precondition(got == size, "the file has \(String(describing: got)) bytes")
+    return seconds
+}
+
+/// Seconds for curl to fetch the same URL into a file.
+func curlTransfer(port: Int) -> Double {
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent("curl-big-\(UUID())").path
+    defer { try? FileManager.default.removeItem(atPath: out) }
+    let curl = Process()
+    curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    curl.arguments = ["curl", "--silent", "--fail", "-o", out, "http://127.0.0.1:\(port)/big"]
+    let start = Monotonic.nanoseconds()
+    try! curl.run()
+    curl.waitUntilExit()
+    precondition(curl.terminationStatus == 0, "curl failed")
+    return Double(Monotonic.nanoseconds() - start) / 1e9
+}
+
+func transferFigure() {
+    let size = 200_000_000
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    defer { try? group.syncShutdownGracefully() }
+    let server = try! ServerBootstrap(group: group)
+        .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+        .childChannelInitializer { channel in
+            channel.pipeline.configureHTTPServerPipeline().flatMap { channel.pipeline.addHandler(BigHandler(size: size)) }
+        }
+        .bind(host: "127.0.0.1", port: 0).wait()
+    defer { try? server.close().wait() }
+    let port = server.localAddress!.port!
+    var lifeline: [Double] = [], curl: [Double] = []
+    for _ in 0..<5 {
+        lifeline.append(Double(size) / 1e6 / lifelineTransfer(port: port, size: size))
+        curl.append(Double(size) / 1e6 / curlTransfer(port: port))
+    }
+    let l = median(lifeline), c = median(curl)
+    print(String(format: "transfer.loopback %.0f MB/s through lifeline.transfers.download   curl %.0f MB/s   ratio %.2f  (200 MB to a file, median of 5)",
+                 l, c, l / c))
+}
+
 // MARK: run
 
 let only = CommandLine.arguments.dropFirst().first  // e.g. `figures dispatch`, for profiling one figure
 if only == "dispatch" {
     print(String(format: "dispatch.lua      host %.0f ns/event", hostDispatch(iterations: 2_000_000)))
+    exit(0)
+}
+if only == "transfer" {
+    transferFigure()
     exit(0)
 }
 
@@ -406,3 +512,4 @@ print(String(format: "simulate.3h       %.1f ms wall for a 3-hour scenario, 100 
 backgroundFigure()
 httpFigure()
 queueFigure()
+transferFigure()
