@@ -57,9 +57,10 @@ enum TransferTable {
     static func render(_ records: [TransferRecord], undelivered: Int) -> String {
         guard !records.isEmpty else { return "no transfers\n" }
         var out = ""
+        let width = records.map { $0.plugin.count + 1 + $0.publicID.count }.max() ?? 0
         for r in records {
             let id = "\(r.plugin)/\(r.publicID)"
-            var line = pad(id, 18) + " " + pad(r.kind.rawValue, 8) + " " + pad(r.state.rawValue, 9) + " "
+            var line = pad(id, width) + " " + pad(r.kind.rawValue, 8) + " " + pad(r.state.rawValue, 9) + " "
             line += bar(received: r.received, total: r.total) + " " + amount(r.received, r.total) + "  " + r.url
             if let reason = r.reason { line += "  (\(reason))" }
             out += line + "\n"
