@@ -166,8 +166,10 @@ public final class DownloadFile: @unchecked Sendable {
     /// The body is complete: checks the size against the head's and the SHA-256 against
     /// `sha256`, then renames the partial file to the final name. A file that does not check out
     /// is removed and the reason returned; nil when the file is in place.
+    ///
+    /// No fsync: like the state database (WAL, synchronous = NORMAL), a finished file survives the
+    /// host's crash or SIGKILL, not a power loss; syncing 200 MB would cost more than the download.
     public func finish(sha256: String?) -> String? {
-        if fd >= 0 { fsync(fd) }
         close()
         if let expectedSize, expectedSize != size {
             unlink(partialPath)
