@@ -120,6 +120,9 @@ public final class LifelineHost {
     private var transferLedger: TransferLedger?
     /// Set while transfer events are being delivered, so a delivery never nests.
     private var deliveringTransferEvents = false
+    /// Set when an event arrived while the app was suspended: if the app then ends without
+    /// running again, the host relaunches it to deliver them.
+    private var transferEventsHeld = false
 
     private struct Wait {
         var plugin: Int
@@ -242,6 +245,11 @@ public final class LifelineHost {
         }
         if appRunning { visibleState = lifecycle.state }
         if step == .launch || step == .launchInBackground || step == .foreground { deliverTransferEvents() }
+        if (step == .kill || step == .terminate) && transferEventsHeld {
+            transferEventsHeld = false
+            transferEventQueued(relaunch: true)
+        }
+        if step == .forceQuit { transferEventsHeld = false }
     }
 
     /// The reason a force-quit gives the transfers it cancels, as iOS does.
@@ -846,6 +854,7 @@ public final class LifelineHost {
     private func transferEventQueued(relaunch: Bool) {
         executor.schedule(at: now) { [unowned self] in
             if appRunning {
+                if visibleState == .suspended { transferEventsHeld = true }
                 deliverTransferEvents()
             } else if relaunch, !isStopped, lifecycle.state == .notRunning || lifecycle.state == .ended {
                 record("relaunch", ("reason", .string("transferEvents")))
@@ -863,6 +872,7 @@ public final class LifelineHost {
             !deliveringTransferEvents
         else { return }
         deliveringTransferEvents = true
+        transferEventsHeld = false
         defer { deliveringTransferEvents = false }
         let names: [String]
         do {

@@ -228,7 +228,7 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
             headers.append(HTTPHeader("Content-Range", "bytes \(from)-\(total - 1)/\(total)"))
         }
         headers.append(HTTPHeader("Content-Length", String(total - start)))
-        let file = DownloadFile(finalPath: attempt.path, resumeFrom: attempt.resumeFrom)
+        let file = DownloadFile(finalPath: attempt.path, partialPath: attempt.partialPath, resumeFrom: attempt.resumeFrom)
         do throws(TransferError) {
             if try file.begin(status: answer, headers: headers) == .mismatch { return completion(.rangeMismatch) }
         } catch {
@@ -258,12 +258,11 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
             sent += count
             report(.progress(bytes: sent, total: total))
             guard sent == total else { return after(ScriptedNetwork.tick, next) }
-            if let why = file.finish(sha256: attempt.sha256) { return completion(.fileFailed(why)) }
-            completion(.response(status: answer, headers: headers, bytes: total))
+            completion(file.finish(sha256: attempt.sha256).result ?? .response(status: answer, headers: headers, bytes: total))
         }
         if total == start {
-            if let why = file.finish(sha256: attempt.sha256) { return completion(.fileFailed(why)) }
-            return completion(.response(status: answer, headers: headers, bytes: total))
+            return completion(
+                file.finish(sha256: attempt.sha256).result ?? .response(status: answer, headers: headers, bytes: total))
         }
         // With a rate, each tick's bytes have arrived at the tick's end.
         if rate == nil { next() } else { after(ScriptedNetwork.tick, next) }

@@ -91,11 +91,17 @@ final class TransferManager {
         }
         if let tag {
             guard !tag.isEmpty else { throw TransferError("a transfer's id must not be empty") }
+            guard !tag.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw TransferError("a transfer's id must not be all digits: those are the ids the host gives")
+            }
             if let existing = live.values.first(where: { $0.plugin == plugin && $0.tag == tag }) {
                 return existing.publicID
             }
         }
         let path = try TransferPath.resolve(file, in: folder(of: plugin))
+        if kind == .download, live.values.contains(where: { $0.plugin == plugin && $0.kind == .download && $0.file == path.name }) {
+            throw TransferError("another unfinished transfer is downloading to '\(path.name)'; cancel it first")
+        }
         if kind == .upload {
             var isFolder: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path.path, isDirectory: &isFolder), !isFolder.boolValue
@@ -134,6 +140,7 @@ final class TransferManager {
     /// Force-quit: every unfinished transfer is cancelled with reason `userForceQuit`. The app is
     /// not woken for these events; it hears of them at its next launch.
     func cancelAll(reason: String) {
+        waiting.removeAll()  // so no slot freed on the way starts one
         for id in live.keys.sorted() { end(id, state: .cancelled, reason: reason, relaunch: false) }
     }
 
@@ -151,6 +158,10 @@ final class TransferManager {
 
     private func path(_ record: TransferRecord) -> String { folder(of: record.plugin) + "/" + record.file }
 
+    private func partialPath(_ record: TransferRecord) -> String {
+        DownloadFile.partialPath(path(record), id: record.id)
+    }
+
     private func attempt(_ id: Int64) {
         guard var record = live[id] else { return }
         record.state = .running
@@ -159,15 +170,11 @@ final class TransferManager {
         var resumeFrom: Int64 = 0
         var headers: [HTTPHeader] = []
         if record.kind == .download {
-            let partial = DownloadFile.partialSize(path)
+            // The validators kept beside the partial file, which describe its bytes.
+            let point = DownloadFile.resumePoint(partialPath(record))
             headers = ResumeRule.headers(
-                method: record.method, received: partial, etag: record.etag, lastModified: record.lastModified)
-            if !headers.isEmpty {
-                resumeFrom = partial
-            } else {
-                record.etag = nil
-                record.lastModified = nil
-            }
+                method: record.method, received: point.bytes, etag: point.etag, lastModified: point.lastModified)
+            if !headers.isEmpty { resumeFrom = point.bytes }
             record.received = resumeFrom
         }
         save(record)
@@ -175,7 +182,8 @@ final class TransferManager {
             "transferStarted", fields(record) + [("attempt", .int(Int64(record.attempts))), ("from", .int(resumeFrom))])
         let request = HTTPRequest(method: record.method, url: record.url, headers: headers, timeout: .infinity)
         let attempt = TransferAttempt(
-            kind: record.kind, request: request, path: path, resumeFrom: resumeFrom, sha256: record.sha256)
+            kind: record.kind, request: request, path: path, partialPath: partialPath(record), resumeFrom: resumeFrom,
+            sha256: record.sha256)
         let number = record.attempts
         let manager = UncheckedSendable(self)
         let executor = UncheckedSendable(self.executor)
@@ -225,9 +233,16 @@ final class TransferManager {
             let retryAfter = headers.first { $0.name.lowercased() == "retry-after" }.flatMap { Double($0.value) }
             failure = .status(status, retryAfter: retryAfter)
         case .rangeMismatch:
-            // The server sent other bytes than asked for: drop the partial file, start from zero.
-            unlink(DownloadFile.partialPath(path(record)))
-            failure = .connection("the server answered a resume with other bytes than asked for")
+            // The server sent other bytes than asked for: drop the partial file and start again
+            // from zero at once, without counting the attempt.
+            DownloadFile.discard(partialPath(record))
+            var again = record
+            again.attempts -= 1
+            live[id] = again
+            callbacks.record("transferRestarted", fields(record) + [("reason", .string("range mismatch"))])
+            waiting.insert(id, at: 0)
+            pump()
+            return
         case .fileFailed(let why):
             failure = .verification(why)
         case .failed(let error):
@@ -263,7 +278,7 @@ final class TransferManager {
         if let wire = running.removeValue(forKey: id)?.wire { wire.cancel() }
         if let job = retries.removeValue(forKey: id) { executor.cancel(job) }
         waiting.removeAll { $0 == id }
-        if state != .finished, record.kind == .download { unlink(DownloadFile.partialPath(path(record))) }
+        if state != .finished, record.kind == .download { DownloadFile.discard(partialPath(record)) }
         record.state = state
         record.reason = reason
         save(record)

@@ -6,18 +6,23 @@ public struct TransferAttempt: Sendable {
     public var kind: TransferRecord.Kind
     /// Method, URL and headers: for a resumed download, Range and If-Range (`ResumeRule`).
     public var request: HTTPRequest
-    /// A download's final path: the bytes go to `DownloadFile.partialPath(path)` until they are
-    /// verified. An upload's file to send.
+    /// A download's final path; an upload's file to send.
     public var path: String
+    /// Where a download's bytes go until they are verified: the transfer's own partial file.
+    public var partialPath: String
     /// The bytes already in the partial file, which the request's Range asks the rest after.
     public var resumeFrom: Int64
     /// The expected SHA-256 of a download, lowercase hex.
     public var sha256: String?
 
-    public init(kind: TransferRecord.Kind, request: HTTPRequest, path: String, resumeFrom: Int64, sha256: String?) {
+    public init(
+        kind: TransferRecord.Kind, request: HTTPRequest, path: String, partialPath: String, resumeFrom: Int64,
+        sha256: String?
+    ) {
         self.kind = kind
         self.request = request
         self.path = path
+        self.partialPath = partialPath
         self.resumeFrom = resumeFrom
         self.sha256 = sha256
     }
@@ -72,9 +77,13 @@ public final class NoTransferTransport: TransferTransport {
 
 /// The partial file of one download attempt, and the step that gives it its final name. Every
 /// transport writes downloads through it, so the rules are the same in simulate and in run:
-/// bytes go to `NAME.partial`; a resumed response is appended only when it starts where the file
-/// ends (`ResumeRule`); the file gets its final name by an atomic rename once its size (and its
-/// SHA-256, when given) check out.
+/// bytes go to the transfer's own `NAME.ID.partial`; a resumed response is appended only when it
+/// starts where the file ends (`ResumeRule`); the file gets its final name by an atomic rename
+/// once its size (and its SHA-256, when given) check out.
+///
+/// The validators (ETag, Last-Modified) of the bytes in the partial file are kept beside it, in
+/// `NAME.ID.partial.validator`, written before the first byte of a new version: a host killed at
+/// any moment resumes only with the validator of the bytes it has.
 ///
 /// Threading: one thread at a time (the transport's).
 public final class DownloadFile: @unchecked Sendable {
@@ -87,22 +96,37 @@ public final class DownloadFile: @unchecked Sendable {
     /// The whole size, from the response head, when it says.
     public private(set) var expectedSize: Int64?
 
-    /// Where the bytes of `finalPath` go until they are verified.
-    public static func partialPath(_ finalPath: String) -> String { finalPath + ".partial" }
+    /// Where the bytes of transfer `id` to `finalPath` go until they are verified. Each transfer
+    /// has its own, so a late write of a cancelled one never reaches another's bytes.
+    public static func partialPath(_ finalPath: String, id: Int64) -> String { "\(finalPath).\(id).partial" }
 
-    public init(finalPath: String, resumeFrom: Int64) {
+    static func validatorPath(_ partialPath: String) -> String { partialPath + ".validator" }
+
+    public init(finalPath: String, partialPath: String, resumeFrom: Int64) {
         self.finalPath = finalPath
-        self.partialPath = DownloadFile.partialPath(finalPath)
+        self.partialPath = partialPath
         self.resumeFrom = resumeFrom
         self.size = resumeFrom
     }
 
     deinit { close() }
 
-    /// The bytes already in the partial file at `finalPath`: where a download resumes.
-    public static func partialSize(_ finalPath: String) -> Int64 {
+    /// Where a download resumes: the bytes in its partial file, and the validators they came with.
+    public static func resumePoint(_ partialPath: String) -> (bytes: Int64, etag: String?, lastModified: String?) {
         var st = stat()
-        return stat(partialPath(finalPath), &st) == 0 ? Int64(st.st_size) : 0
+        guard stat(partialPath, &st) == 0, st.st_size > 0,
+            let text = try? String(contentsOfFile: validatorPath(partialPath), encoding: .utf8)
+        else { return (0, nil, nil) }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let etag = lines.count > 0 && !lines[0].isEmpty ? lines[0] : nil
+        let lastModified = lines.count > 1 && !lines[1].isEmpty ? lines[1] : nil
+        return (Int64(st.st_size), etag, lastModified)
+    }
+
+    /// Removes a partial file and its validators.
+    public static func discard(_ partialPath: String) {
+        unlink(partialPath)
+        unlink(validatorPath(partialPath))
     }
 
     /// Takes a 2xx response head: opens the partial file to append (a 206 for the bytes asked for)
@@ -122,6 +146,11 @@ public final class DownloadFile: @unchecked Sendable {
         case .restart:
             expectedSize = length
             try open(truncatingTo: 0)
+            // The new version's validators, before any of its bytes.
+            let header = { (name: String) in headers.first { $0.name.lowercased() == name }?.value ?? "" }
+            let text = header("etag") + "\n" + header("last-modified") + "\n"
+            guard FileManager.default.createFile(atPath: DownloadFile.validatorPath(partialPath), contents: Data(text.utf8))
+            else { throw TransferError("cannot write '\(DownloadFile.validatorPath(partialPath))'") }
         }
         return outcome
     }
@@ -163,31 +192,55 @@ public final class DownloadFile: @unchecked Sendable {
         lseek(fd, off_t(size), SEEK_SET)
     }
 
+    /// How `finish` came out.
+    public enum Finish: Equatable, Sendable {
+        /// The file is in place under its final name.
+        case placed
+        /// Fewer bytes than announced arrived (a short range, say): the partial file stays, and
+        /// the next attempt resumes from it.
+        case incomplete(String)
+        /// The file does not check out (more bytes than announced, sha256), and was removed; or it
+        /// could not be renamed.
+        case rejected(String)
+
+        /// What a transport reports for it.
+        public var result: TransferAttemptResult? {
+            switch self {
+            case .placed: return nil
+            case .incomplete(let why): return .failed(HTTPFailure(.connect, why))
+            case .rejected(let why): return .fileFailed(why)
+            }
+        }
+    }
+
     /// The body is complete: checks the size against the head's and the SHA-256 against
-    /// `sha256`, then renames the partial file to the final name. A file that does not check out
-    /// is removed and the reason returned; nil when the file is in place.
+    /// `sha256`, then renames the partial file to the final name.
     ///
     /// No fsync: like the state database (WAL, synchronous = NORMAL), a finished file survives the
     /// host's crash or SIGKILL, not a power loss; syncing 200 MB would cost more than the download.
-    public func finish(sha256: String?) -> String? {
+    public func finish(sha256: String?) -> Finish {
         close()
-        if let expectedSize, expectedSize != size {
-            unlink(partialPath)
-            return "the file has \(size) bytes, but the server announced \(expectedSize)"
+        if let expectedSize, size < expectedSize {
+            return .incomplete("the body ended after \(size) of \(expectedSize) bytes")
+        }
+        if let expectedSize, size > expectedSize {
+            DownloadFile.discard(partialPath)
+            return .rejected("the file has \(size) bytes, but the server announced \(expectedSize)")
         }
         if let sha256 {
             guard let digest = DownloadFile.sha256(ofFile: partialPath) else {
-                return "cannot read '\(partialPath)' to check its sha256"
+                return .rejected("cannot read '\(partialPath)' to check its sha256")
             }
             guard digest == sha256.lowercased() else {
-                unlink(partialPath)
-                return "sha256 mismatch: expected \(sha256.lowercased()), got \(digest)"
+                DownloadFile.discard(partialPath)
+                return .rejected("sha256 mismatch: expected \(sha256.lowercased()), got \(digest)")
             }
         }
         guard rename(partialPath, finalPath) == 0 else {
-            return "cannot rename '\(partialPath)' to '\(finalPath)': \(errnoText())"
+            return .rejected("cannot rename '\(partialPath)' to '\(finalPath)': \(errnoText())")
         }
-        return nil
+        unlink(DownloadFile.validatorPath(partialPath))
+        return .placed
     }
 
     /// Closes the file and keeps what it holds, for a later resume.

@@ -128,7 +128,7 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
         guard attempt.kind == .download, (200..<300).contains(status) else {
             return task.eventLoop.makeSucceededVoidFuture()
         }
-        let file = DownloadFile(finalPath: attempt.path, resumeFrom: attempt.resumeFrom)
+        let file = DownloadFile(finalPath: attempt.path, partialPath: attempt.partialPath, resumeFrom: attempt.resumeFrom)
         do throws(TransferError) {
             if try file.begin(status: status, headers: headers) == .mismatch {
                 return task.eventLoop.makeFailedFuture(RangeMismatch())
@@ -166,7 +166,6 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
         guard let file else {
             return .response(status: status, headers: headers, bytes: attempt.kind == .upload ? uploadSize : 0)
         }
-        if let why = file.finish(sha256: attempt.sha256) { return .fileFailed(why) }
-        return .response(status: status, headers: headers, bytes: file.size)
+        return file.finish(sha256: attempt.sha256).result ?? .response(status: status, headers: headers, bytes: file.size)
     }
 }

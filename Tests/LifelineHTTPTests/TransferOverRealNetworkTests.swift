@@ -102,7 +102,7 @@ struct TransferOverRealNetworkTests {
                 #expect(s.drive { !s.marks.isEmpty })
                 #expect(s.marks == ["finish 1"])
                 #expect(s.file("a.bin") == content)
-                #expect(!s.exists("a.bin.partial"))
+                #expect(!s.exists("a.bin.1.partial"))
                 let requests = server.requests
                 #expect(requests.count == 2)
                 #expect(requests.first?.range == nil)
@@ -153,7 +153,7 @@ struct TransferOverRealNetworkTests {
                 #expect(s.drive { !s.marks.isEmpty })
                 #expect(s.marks == ["fail 1 the server answered 404"])
                 #expect(server.requests.count == 1)
-                #expect(!s.exists("m") && !s.exists("m.partial"))
+                #expect(!s.exists("m") && !s.exists("m.1.partial"))
             }
         }
     }
@@ -172,7 +172,7 @@ struct TransferOverRealNetworkTests {
                 #expect(s.marks.contains("finish 1"))
                 #expect(s.marks.contains { $0.hasPrefix("fail 2 sha256 mismatch: expected abab") })
                 #expect(s.file("good") == content)
-                #expect(!s.exists("bad") && !s.exists("bad.partial"))
+                #expect(!s.exists("bad") && !s.exists("bad.2.partial"))
             }
         }
     }

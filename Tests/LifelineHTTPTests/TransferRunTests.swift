@@ -73,7 +73,7 @@ struct TransferRunTests {
               lifeline.transfers.download{url = '\(server.url("/file/big.bin"))', to = 'big.bin', id = 'big'}
             end
             """.write(toFile: plugins + "/p/init.lua", atomically: true, encoding: .utf8)
-        let partial = state + "/files/p/big.bin.partial"
+        let partial = state + "/files/p/big.bin.1.partial"
 
         let first = try LiveRun(plugins: plugins, stateDir: state, log: root + "/first.log")
         #expect(first.wait { size(partial) >= 600_000 }, "\(first.text)")
@@ -112,14 +112,14 @@ struct TransferRunTests {
         try "lifeline.transfers.download{url = '\(server.url("/file/big.bin"))', to = 'big.bin', id = 'big'}"
             .write(toFile: plugins + "/p/init.lua", atomically: true, encoding: .utf8)
         let live = try LiveRun(plugins: plugins, stateDir: state, log: root + "/run.log")
-        #expect(live.wait { size(state + "/files/p/big.bin.partial") > 100_000 })
+        #expect(live.wait { size(state + "/files/p/big.bin.1.partial") > 100_000 })
         let during = try transfersList(state)
         #expect(during.contains("p/big") && during.contains("running") && during.contains("%"), "\(during)")
         kill(live.process.processIdentifier, SIGQUIT)
         #expect(live.wait { !live.process.isRunning })
         live.process.waitUntilExit()
         #expect(live.text.contains("transferEnded plugin=p transfer=big state=cancelled reason=userForceQuit"), "\(live.text)")
-        #expect(!FileManager.default.fileExists(atPath: state + "/files/p/big.bin.partial"))
+        #expect(!FileManager.default.fileExists(atPath: state + "/files/p/big.bin.1.partial"))
         let after = try transfersList(state)
         #expect(after.contains("cancelled") && after.contains("(userForceQuit)"), "\(after)")
         #expect(after.contains("1 event waiting for the app to run"), "\(after)")

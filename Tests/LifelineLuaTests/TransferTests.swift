@@ -81,7 +81,7 @@ private let handlers = """
         }
         #expect(events(recorder, "transferEnded", ["state"]) == ["5 finished"])
         #expect(fileSize(dir + "/files/p/data/big.bin") == 10_000_000)
-        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/data/big.bin.partial"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/data/big.bin.1.partial"))
     }
 }
 
@@ -131,6 +131,23 @@ private let handlers = """
     }
 }
 
+@Test func transfer_eventsHeldWhileSuspended_areDeliveredByARelaunchWhenTheAppIsKilled() throws {
+    let source = handlers + """
+        lifeline.on('didEnterBackground', function()
+          lifeline.transfers.download{url = 'http://example.org/a.bin', to = 'a.bin'}
+        end)
+        """
+    try withStateDir { dir in
+        let recorder = try simulate(
+            transferPlugin(source),
+            scenario: "0s http GET example.org/* -> 200 size=1MB rate=100KB/s\n0s launch\n1s background\n20s kill",
+            stateDir: dir)
+        #expect(events(recorder, "transferEnded", ["state"]) == ["11 finished"])
+        #expect(events(recorder, "relaunch", ["reason"]) == ["20 transferEvents"])
+        #expect(marks(recorder) == ["finish 1 background", "batch background"])
+    }
+}
+
 @Test func transfer_forceQuit_cancelsEveryTransferWithUserForceQuit_andDoesNotRelaunch() throws {
     let source = handlers + """
         if not lifeline.store.get('started') then
@@ -151,7 +168,7 @@ private let handlers = """
         let got = markEvents(recorder)
         #expect(got.map(\.mark) == ["fail 1 userForceQuit", "fail b userForceQuit", "batch active"])
         #expect(got.allSatisfy { $0.time.seconds == 30 })
-        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/a.bin.partial"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/a.bin.1.partial"))
         #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/a.bin"))
     }
 }
@@ -215,7 +232,7 @@ private let handlers = """
         #expect(got.contains { $0.hasPrefix("fail 2 sha256 mismatch: expected 0000") })
         #expect(fileSize(dir + "/files/p/good") == 1000)
         #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/bad"))
-        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/bad.partial"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/bad.2.partial"))
     }
 }
 
@@ -231,7 +248,7 @@ private let handlers = """
         // The first host stops at 4 s, mid-transfer, as a killed `lifeline run` would.
         let first = try simulate(transferPlugin(source), scenario: scenario, stateDir: dir, until: .seconds(4))
         #expect(events(first, "transferEnded").isEmpty)
-        let partial = fileSize(dir + "/files/p/a.bin.partial") ?? 0
+        let partial = fileSize(dir + "/files/p/a.bin.1.partial") ?? 0
         #expect(partial >= 3_000_000 && partial <= 4_000_000)
         let second = try simulate(transferPlugin(source), scenario: scenario, stateDir: dir)
         #expect(events(second, "transferResumed", ["transfer"]) == ["0 1"])
@@ -252,6 +269,12 @@ private let handlers = """
         ("lifeline.transfers.upload{url = 'http://example.org/a', from = 'nothing'}", "does not exist"),
         ("lifeline.transfers.upload{url = 'http://example.org/a', from = 'x', method = 'GET'}", "PUT or POST"),
         ("lifeline.transfers.download('x')", "table expected"),
+        ("lifeline.transfers.download{url = 'http://example.org/a', to = 'x', id = '12'}", "must not be all digits"),
+        (
+            "lifeline.transfers.download{url = 'http://example.org/a', to = 'x'} "
+                + "lifeline.transfers.download{url = 'http://example.org/b', to = './x'}",
+            "another unfinished transfer is downloading to 'x'"
+        ),
     ]
     for (call, expected) in cases {
         let source = "local ok, err = pcall(function() \(call) end) mark(tostring(ok) .. ' ' .. tostring(err))"
@@ -287,8 +310,8 @@ private let handlers = """
 
 @Test func transfer_sameInputsGiveAByteIdenticalReport() throws {
     let source = handlers + """
-        lifeline.transfers.download{url = 'http://example.org/busy', to = 'b'}
-        lifeline.transfers.download{url = 'http://example.org/a', to = 'a'}
+        lifeline.transfers.download{url = 'http://example.org/busy', to = 'b', id = 'busy'}
+        lifeline.transfers.download{url = 'http://example.org/a', to = 'a', id = 'a'}
         """
     let scenario = """
         0s http GET example.org/busy -> 503
