@@ -206,21 +206,37 @@ func lifelineRequests(port: Int, count: Int) -> Double {
           end
         end)
         """
+    let seconds = liveRun(source, stateDir: nil) { host in host.activeTasks.isEmpty } check: { host, _ in
+        precondition(host.recorder.pluginErrorCount == 0, "the benchmark plugin failed")
+    }
+    return Double(count) / seconds
+}
+
+/// Seconds from launch until `done`, for one Lua plugin "p" (allowed 127.0.0.1) in `run`'s
+/// setting: monotonic clock, async-http-client for requests and transfers, and a state dir on
+/// disk when `stateDir` is given. `check` runs before the host is shut down.
+func liveRun(
+    _ source: String, stateDir: String?, until done: (LifelineHost) -> Bool,
+    check: (LifelineHost, String?) -> Void
+) -> Double {
     let dir = tempPlugins(["p": source], manifest: "[permissions]\nnetwork = [\"127.0.0.1:*\"]\n")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let transport = AsyncHTTPTransport()
     defer { transport.shutdown() }
     var configuration = HostConfiguration()
     configuration.transport = transport
+    configuration.transferTransport = transport
+    if let stateDir { configuration.database = try! StateDatabase.open(stateDirectory: stateDir) }
     let executor = MainExecutor(clock: MonotonicClock())
     let host = LifelineHost(
         configuration: configuration, plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
     defer { host.shutdown() }
     let start = Monotonic.nanoseconds()
     try! host.perform(.launch)
-    executor.run(shouldStop: { host.activeTasks.isEmpty }, afterJob: host.afterJob)
-    precondition(host.recorder.pluginErrorCount == 0, "the benchmark plugin failed")
-    return Double(count) / (Double(Monotonic.nanoseconds() - start) / 1e9)
+    executor.run(shouldStop: { done(host) }, afterJob: host.afterJob)
+    let seconds = Double(Monotonic.nanoseconds() - start) / 1e9
+    check(host, stateDir)
+    return seconds
 }
 
 /// Requests per second: the same requests from one curl process (it keeps the connection alive).
@@ -273,34 +289,18 @@ final class BigHandler: ChannelInboundHandler, @unchecked Sendable {
 /// Seconds for one download of `/big` through lifeline.transfers.download in `run`'s setting
 /// (monotonic clock, async-http-client, a state dir on disk), from the call to transferEnded.
 func lifelineTransfer(port: Int, size: Int) -> Double {
-    let dir = tempPlugins(
-        ["p": "lifeline.transfers.download{url = 'http://127.0.0.1:\(port)/big', to = 'big.bin'}"],
-        manifest: "[permissions]\nnetwork = [\"127.0.0.1:*\"]\n")
     let state = FileManager.default.temporaryDirectory.appendingPathComponent("lifeline-state-\(UUID())").path
-    defer {
-        try? FileManager.default.removeItem(atPath: dir)
-        try? FileManager.default.removeItem(atPath: state)
+    defer { try? FileManager.default.removeItem(atPath: state) }
+    return liveRun(
+        "lifeline.transfers.download{url = 'http://127.0.0.1:\(port)/big', to = 'big.bin'}", stateDir: state
+    ) { host in
+        host.recorder.timeline.contains { $0.event == "transferEnded" }
+    } check: { host, state in
+        let ended = host.recorder.timeline.first { $0.event == "transferEnded" }
+        precondition(ended?["state"] == .string("finished"), "the transfer did not finish: \(String(describing: ended))")
+        let got = (try? FileManager.default.attributesOfItem(atPath: state! + "/files/p/big.bin"))?[.size] as? Int
+        precondition(got == size, "the file has \(String(describing: got)) bytes")
     }
-    let transport = AsyncHTTPTransport()
-    defer { transport.shutdown() }
-    var configuration = HostConfiguration()
-    configuration.transport = transport
-    configuration.transferTransport = transport
-    configuration.database = try! StateDatabase.open(stateDirectory: state)
-    let executor = MainExecutor(clock: MonotonicClock())
-    let host = LifelineHost(
-        configuration: configuration, plugins: try! LuaPluginLoader.descriptors(in: dir), executor: executor)
-    defer { host.shutdown() }
-    let start = Monotonic.nanoseconds()
-    try! host.perform(.launch)
-    executor.run(
-        shouldStop: { host.recorder.timeline.contains { $0.event == "transferEnded" } }, afterJob: host.afterJob)
-    let seconds = Double(Monotonic.nanoseconds() - start) / 1e9
-    let ended = host.recorder.timeline.first { $0.event == "transferEnded" }
-    precondition(ended?["state"] == .string("finished"), "the transfer did not finish: \(String(describing: ended))")
-    let got = (try? FileManager.default.attributesOfItem(atPath: state + "/files/p/big.bin"))?[.size] as? Int
-    precondition(got == size, "the file has \(String(describing: got)) bytes")
-    return seconds
 }
 
 /// Seconds for curl to fetch the same URL into a file.
