@@ -88,6 +88,15 @@ enum LuaModule {
         return (plugin, context)
     }
 
+    /// The running app's context, or pushes "`fname`: the app is not running" and returns nil.
+    static func runningContext(_ L: OpaquePointer, _ fname: String) -> PluginContext? {
+        guard let (_, context) = context(L) else {
+            lifeline_push_where_message(L, "\(fname): the app is not running")
+            return nil
+        }
+        return context
+    }
+
     static func typeError(_ L: OpaquePointer, _ arg: Int32, _ fname: String, _ expected: String) -> Int32 {
         lifeline_push_typeerror(L, arg, fname, expected)
         return LIFELINE_RAISE

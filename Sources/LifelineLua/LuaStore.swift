@@ -14,10 +14,7 @@ enum LuaStore {
 
     /// The plugin's store, or pushes why there is none and returns nil.
     private static func store(_ L: OpaquePointer, _ fname: String) -> PluginStore? {
-        guard let (_, context) = LuaModule.context(L) else {
-            lifeline_push_where_message(L, "\(fname): the app is not running")
-            return nil
-        }
+        guard let context = LuaModule.runningContext(L, fname) else { return nil }
         do throws(StoreError) {
             return try context.store()
         } catch {

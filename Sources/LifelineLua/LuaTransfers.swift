@@ -48,14 +48,6 @@ enum LuaTransfers {
         return values
     }
 
-    private static func context(_ L: OpaquePointer, _ fname: String) -> PluginContext? {
-        guard let (_, context) = LuaModule.context(L) else {
-            lifeline_push_where_message(L, "\(fname): the app is not running")
-            return nil
-        }
-        return context
-    }
-
     private static func raise(_ L: OpaquePointer, _ fname: String, _ error: TransferError) -> Int32 {
         lifeline_push_where_message(L, "\(fname): \(error.message)")
         return LIFELINE_RAISE
@@ -66,7 +58,7 @@ enum LuaTransfers {
         guard let L else { return 0 }
         let fname = "lifeline.transfers.download"
         guard let f = fields(L, fname, required: ["url", "to"], optional: ["sha256", "id"]),
-            let context = context(L, fname)
+            let context = LuaModule.runningContext(L, fname)
         else { return LIFELINE_RAISE }
         do throws(TransferError) {
             let id = try context.download(url: f["url"]!, to: f["to"]!, sha256: f["sha256"], id: f["id"])
@@ -82,7 +74,7 @@ enum LuaTransfers {
         guard let L else { return 0 }
         let fname = "lifeline.transfers.upload"
         guard let f = fields(L, fname, required: ["url", "from"], optional: ["method", "id"]),
-            let context = context(L, fname)
+            let context = LuaModule.runningContext(L, fname)
         else { return LIFELINE_RAISE }
         do throws(TransferError) {
             let id = try context.upload(url: f["url"]!, from: f["from"]!, method: f["method"] ?? "PUT", id: f["id"])
@@ -97,7 +89,7 @@ enum LuaTransfers {
     static let list: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.transfers.list"
-        guard let context = context(L, fname) else { return LIFELINE_RAISE }
+        guard let context = LuaModule.runningContext(L, fname) else { return LIFELINE_RAISE }
         let records: [TransferRecord]
         do throws(TransferError) {
             records = try context.transfers()
@@ -136,7 +128,7 @@ enum LuaTransfers {
             return LIFELINE_RAISE
         }
         let id = LuaModule.string(L, 1)
-        guard let context = context(L, fname) else { return LIFELINE_RAISE }
+        guard let context = LuaModule.runningContext(L, fname) else { return LIFELINE_RAISE }
         do throws(TransferError) {
             lua_pushboolean(L, try context.cancelTransfer(id) ? 1 : 0)
             return 1
