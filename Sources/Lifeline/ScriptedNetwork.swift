@@ -234,7 +234,6 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
         } catch {
             return completion(.fileFailed(error.message))
         }
-        report(.head(status: answer, headers: headers))
         var sent = start
         let step: Int64 = rate.map { max(1, Int64($0 * ScriptedNetwork.tick)) } ?? (total - start)
         func next() {

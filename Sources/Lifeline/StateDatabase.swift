@@ -118,6 +118,8 @@ public final class StateDatabase: Sendable {
                     );
                     """)
         }
+        // The etag and last_modified columns of "transfers" are unused: the validators of a
+        // partial file live beside it (`DownloadFile`), so they always describe its bytes.
         m.registerMigration("transfer-tags") { db in
             // The id a plugin gave its transfer (`download{id = ...}`); NULL: the row's id serves.
             try db.execute(sql: "ALTER TABLE transfers ADD COLUMN tag TEXT")

@@ -24,9 +24,6 @@ public struct TransferRecord: Equatable, Sendable {
     public var received: Int64
     /// The whole size, once known.
     public var total: Int64?
-    /// The validators of the partial file's version, for a resume (If-Range).
-    public var etag: String?
-    public var lastModified: String?
     /// Attempts made.
     public var attempts: Int
     /// Why it failed or was cancelled.
@@ -74,7 +71,7 @@ public final class TransferLedger {
                     """, arguments: [plugin, kind.rawValue, method, url, file, sha256, tag])
             return TransferRecord(
                 id: db.lastInsertedRowID, plugin: plugin, kind: kind, method: method, url: url, file: file,
-                sha256: sha256, state: .queued, received: 0, total: nil, etag: nil, lastModified: nil, attempts: 0,
+                sha256: sha256, state: .queued, received: 0, total: nil, attempts: 0,
                 reason: nil, tag: tag)
         }
     }
@@ -86,11 +83,11 @@ public final class TransferLedger {
         try database.write { db in
             try db.execute(
                 sql: """
-                    UPDATE transfers SET state = ?, received = ?, total = ?, etag = ?, last_modified = ?,
+                    UPDATE transfers SET state = ?, received = ?, total = ?,
                         attempts = ?, reason = ? WHERE id = ? AND state NOT IN ('finished', 'failed', 'cancelled')
                     """,
                 arguments: [
-                    record.state.rawValue, record.received, record.total, record.etag, record.lastModified,
+                    record.state.rawValue, record.received, record.total,
                     record.attempts, record.reason, record.id,
                 ])
             guard record.state.isFinal, db.changesCount > 0 else { return }
@@ -160,7 +157,7 @@ public final class TransferLedger {
             id: row["id"], plugin: row["plugin"], kind: TransferRecord.Kind(rawValue: row["kind"]) ?? .download,
             method: row["method"], url: row["url"], file: row["file"], sha256: row["sha256"],
             state: TransferRecord.State(rawValue: row["state"]) ?? .failed, received: row["received"],
-            total: row["total"], etag: row["etag"], lastModified: row["last_modified"], attempts: row["attempts"],
+            total: row["total"], attempts: row["attempts"],
             reason: row["reason"], tag: row["tag"])
     }
 

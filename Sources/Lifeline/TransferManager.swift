@@ -198,12 +198,6 @@ final class TransferManager {
     private func reported(_ id: Int64, _ number: Int, _ report: TransferReport) {
         guard running[id]?.attempt == number, var record = live[id] else { return }
         switch report {
-        case .head(_, let headers):
-            let header = { (name: String) in headers.first { $0.name.lowercased() == name }?.value }
-            record.etag = header("etag")
-            record.lastModified = header("last-modified")
-            live[id] = record
-            save(record)
         case .progress(let bytes, let total):
             record.received = bytes
             record.total = total ?? record.total

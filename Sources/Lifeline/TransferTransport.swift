@@ -30,9 +30,6 @@ public struct TransferAttempt: Sendable {
 
 /// What a transport tells the host while an attempt runs, from any thread.
 public enum TransferReport: Sendable {
-    /// A download's response head, before any body byte is written: the host saves the validators
-    /// at once, so a resume after a crash knows which version the partial file holds.
-    case head(status: Int, headers: [HTTPHeader])
     /// Bytes in the partial file (download) or sent (upload) so far, and the whole size once known.
     case progress(bytes: Int64, total: Int64?)
 }

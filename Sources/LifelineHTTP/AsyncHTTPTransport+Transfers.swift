@@ -137,7 +137,6 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
             return task.eventLoop.makeFailedFuture(error)
         }
         self.file = file
-        report(.head(status: status, headers: headers))
         report(.progress(bytes: file.size, total: file.expectedSize))
         reportedAt = file.size
         return task.eventLoop.makeSucceededVoidFuture()

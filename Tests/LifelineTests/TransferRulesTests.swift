@@ -140,14 +140,13 @@ func transferPath_escapingNames_areRefused(_ name: String, _ expected: String) t
             _ = try ledger.add(plugin: "q", kind: .upload, method: "PUT", url: "http://x/up", file: "up", sha256: nil)
             record.state = .running
             record.received = 10
-            record.etag = "\"v1\""
             try ledger.save(record)
         }
-        // A new host on the same state dir resumes both, with the progress and validator.
+        // A new host on the same state dir resumes both, with the progress.
         let ledger = TransferLedger(database: try StateDatabase.open(stateDirectory: path))
         let unfinished = try ledger.unfinished()
         #expect(unfinished.map(\.id) == [record.id, record.id + 1])
-        #expect(unfinished[0].received == 10 && unfinished[0].etag == "\"v1\"")
+        #expect(unfinished[0].received == 10)
         #expect(try ledger.pluginsWithPendingEvents().isEmpty)
         record.state = .finished
         try ledger.save(record)
