@@ -9,9 +9,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // The C baselines: bare Lua loops with no Swift in them.
+        .target(
+            name: "BenchBaselines",
+            dependencies: [.product(name: "CLuaShims", package: "Lifeline")]
+        ),
         .executableTarget(
             name: "figures",
             dependencies: [
+                "BenchBaselines",
                 .product(name: "Lifeline", package: "Lifeline"),
                 .product(name: "LifelineLua", package: "Lifeline"),
                 .product(name: "CLuaShims", package: "Lifeline"),

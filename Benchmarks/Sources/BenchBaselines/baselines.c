@@ -1,0 +1,107 @@
+#include "BenchBaselines.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    int count;
+    lua_State **states;
+} BenchStates;
+
+void *bench_states_new(int count, const char *handler_source) {
+    BenchStates *s = malloc(sizeof *s);
+    s->count = count;
+    s->states = calloc((size_t)count, sizeof(lua_State *));
+    for (int i = 0; i < count; i++) {
+        lua_State *L = luaL_newstate();
+        luaL_openlibs(L);
+        if (luaL_loadstring(L, handler_source) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
+            fprintf(stderr, "bench_states_new: %s\n", lua_tostring(L, -1));
+            abort();
+        }
+        s->states[i] = L;  // stack: handler
+    }
+    return s;
+}
+
+void bench_states_free(void *states) {
+    BenchStates *s = states;
+    for (int i = 0; i < s->count; i++) lua_close(s->states[i]);
+    free(s->states);
+    free(s);
+}
+
+long bench_states_dispatch(void *states, long rounds) {
+    BenchStates *s = states;
+    long failed = 0;
+    for (long r = 0; r < rounds; r++) {
+        for (int i = 0; i < s->count; i++) {
+            lua_State *L = s->states[i];
+            lua_pushvalue(L, 1);        // stack: handler, handler
+            lua_createtable(L, 0, 3);   // stack: handler, handler, event
+            lua_pushstring(L, "didReceiveMemoryWarning");
+            lua_setfield(L, -2, "name");
+            lua_pushnumber(L, (lua_Number)r);
+            lua_setfield(L, -2, "time");
+            lua_pushstring(L, "active");
+            lua_setfield(L, -2, "state");
+            if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+                failed++;
+                lua_pop(L, 1);
+            }
+        }
+    }
+    return failed;
+}
+
+static int bench_empty(lua_State *L) {
+    (void)L;
+    return 0;
+}
+
+int bench_run_plain(const char *source, char *error, int error_size) {
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    lua_newtable(L);
+    lua_pushcfunction(L, bench_empty);
+    lua_setfield(L, -2, "empty");
+    lua_setglobal(L, "bench");
+    int status = luaL_loadstring(L, source);
+    if (status == LUA_OK) status = lua_pcall(L, 0, 0, 0);
+    if (status != LUA_OK && error && error_size > 0) snprintf(error, (size_t)error_size, "%s", lua_tostring(L, -1));
+    lua_close(L);
+    return status;
+}
+
+int64_t bench_resident_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    long size = 0, resident = 0;
+    int got = fscanf(f, "%ld %ld", &size, &resident);
+    fclose(f);
+    if (got != 2) return -1;
+    return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+void *bench_plain_states_new(int count, const char *source) {
+    BenchStates *s = malloc(sizeof *s);
+    s->count = count;
+    s->states = calloc((size_t)count, sizeof(lua_State *));
+    for (int i = 0; i < count; i++) {
+        lua_State *L = luaL_newstate();
+        luaL_openlibs(L);
+        if (luaL_loadstring(L, source) != LUA_OK || lua_pcall(L, 0, 0, 0) != LUA_OK) {
+            fprintf(stderr, "bench_plain_states_new: %s\n", lua_tostring(L, -1));
+            abort();
+        }
+        s->states[i] = L;
+    }
+    return s;
+}
+
+void bench_plain_states_free(void *states) { bench_states_free(states); }
