@@ -206,7 +206,7 @@ public final class HostQueue {
                 pending[i] = op
                 old.markStopped(.cancelled)
                 old.markFinished()
-                host.recordEvent("opFinished", finishedFields(old))
+                host.recorder.record(event("opFinished", old, finished: true))
                 ensureTask(op.context)
                 schedulePump()
                 return .added
@@ -328,7 +328,7 @@ public final class HostQueue {
 
     private func conclude(_ op: QueueOperation) {
         op.markFinished()
-        host.recordEvent("opFinished", finishedFields(op))
+        host.recorder.record(event("opFinished", op, finished: true))
     }
 
     /// The queue's task expired (T3): stop starting, stop what runs; the task ends once it stopped.
@@ -474,7 +474,7 @@ public final class HostQueue {
         op.markRunning()
         running.append(op)
         ensureTask(op.context)
-        host.recordEvent("opStarted", fields(op))
+        host.recorder.record(event("opStarted", op))
         let startedAt = host.now
         op.body?.start(op)
         // Only an operation still running needs its timeout: most synchronous ones are done.
@@ -510,12 +510,14 @@ public final class HostQueue {
         return f
     }
 
-    private func finishedFields(_ op: QueueOperation) -> [(String, JSONValue)] {
-        var f = fields(op, extra: 4)
-        f.append(("timedOut", .bool(op.stopReason == .timedOut)))
-        f.append(("cancelled", .bool(op.stopReason == .cancelled)))
-        f.append(("expired", .bool(op.stopReason == .expired)))
-        f.append(("failed", .bool(op.failed)))
-        return f
+    /// `opStarted`, or `opFinished` with how it finished.
+    private func event(_ name: String, _ op: QueueOperation, finished: Bool = false) -> TimelineEvent {
+        .operation(
+            time: host.now, event: name, plugin: op.context.pluginName, queue: self.name, op: op.id, name: op.name,
+            finished: finished
+                ? TimelineEvent.OperationEnding(
+                    timedOut: op.stopReason == .timedOut, cancelled: op.stopReason == .cancelled,
+                    expired: op.stopReason == .expired, failed: op.failed)
+                : nil)
     }
 }

@@ -136,6 +136,8 @@ public final class LifelineHost {
         var instance: any PluginInstance
         var context: PluginContext
         var network: NetworkPermissions
+        /// Who the watchdog guards while this plugin's code runs.
+        var watchdogSubject: WatchdogSubject
     }
 
     private final class Subscription {
@@ -259,7 +261,7 @@ public final class LifelineHost {
     /// no task left and no handler running (T7).
     public func afterJob() {
         guard appRunning, callDepth == 0, visibleState == .background, lifecycle.state == .background,
-            tasks.active.isEmpty, swiftSlices.isEmpty
+            tasks.activeCount == 0, swiftSlices.isEmpty
         else { return }
         lifecycle.suspend()
         visibleState = .suspended
@@ -296,7 +298,9 @@ public final class LifelineHost {
         }
         let context = PluginContext(
             host: self, pluginName: descriptor.name, index: plugins.count, generation: generation)
-        plugins.append(LoadedPlugin(instance: instance, context: context, network: descriptor.network))
+        plugins.append(LoadedPlugin(
+                instance: instance, context: context, network: descriptor.network,
+                watchdogSubject: WatchdogSubject(plugin: context.pluginName, preemptor: instance.preemptor)))
         let index = plugins.count - 1
         let (outcome, fired) = callUnchecked(index, in: window) { instance.start(context) }
         switch settle(outcome, fired: fired) {
@@ -525,16 +529,16 @@ public final class LifelineHost {
     private func callUnchecked(
         _ index: Int, in window: Window, _ body: () -> CallOutcome
     ) -> (CallOutcome, fired: Bool) {
-        let p = plugins[index]
+        // Only what the call needs: the body may end the app, which drops `plugins`.
+        let instance = plugins[index].instance
         let target = WatchdogTarget(
-            plugin: p.context.pluginName, handler: window.handler, limit: window.limit,
-            preemptor: p.instance.preemptor, time: now)
+            subject: plugins[index].watchdogSubject, handler: window.handler, limit: window.limit, time: now)
         watchdog.arm(deadline: window.deadline, target: target)
         callDepth += 1
         let outcome = body()
         callDepth -= 1
         let fired = watchdog.disarm()
-        p.instance.resetPreemption()
+        instance.resetPreemption()
         return (outcome, fired)
     }
 
@@ -583,9 +587,7 @@ public final class LifelineHost {
             plugins[context.index].instance.preemptor?.preempt()
             return 0
         case .began(let id, let expireNow):
-            var fields: [(String, JSONValue)] = [("plugin", .string(context.pluginName)), ("task", .int(Int64(id)))]
-            if let name { fields.append(("name", .string(name))) }
-            record("taskBegan", fields)
+            recorder.record(.task(time: now, event: "taskBegan", plugin: context.pluginName, task: id, name: name))
             if let expirationHandler { expirationHandlers[id] = (context.index, expirationHandler) }
             if expireNow {
                 // T3: never from inside beginBackgroundTask, so the caller already holds the id.
@@ -602,15 +604,15 @@ public final class LifelineHost {
         let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
             + "or it may have already been ended."
         logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
-        record("endUnknownTask", ("plugin", .string(context.pluginName)), ("task", .int(Int64(id))))
+        recorder.record(.task(time: now, event: "endUnknownTask", plugin: context.pluginName, task: id))
         return false
     }
 
     /// Ends an active task and records it; false if it is not active.
     private func endTask(_ id: Int) -> Bool {
         guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
-        expirationHandlers[id] = nil
-        record("taskEnded", ("plugin", .string(task.plugin)), ("task", .int(Int64(id))), ("expired", .bool(expired)))
+        if !expirationHandlers.isEmpty { expirationHandlers[id] = nil }
+        recorder.record(.task(time: now, event: "taskEnded", plugin: task.plugin, task: id, expired: expired))
         return true
     }
 
@@ -640,16 +642,16 @@ public final class LifelineHost {
         guard appRunning else { return }
         for task in tasks.expire() {
             guard appRunning else { return }
-            guard tasks.active.contains(where: { $0.id == task.id }) else { continue }
+            guard tasks.isActive(task.id) else { continue }
             signalExpiration(task)
         }
-        if appRunning, tasks.active.contains(where: \.expiring) {
+        if appRunning, tasks.anyExpiring {
             logger.warning("Background task still not ended after expiration handlers were called")
         }
     }
 
     private func signalExpiration(_ task: TaskRegistry.Task) {
-        record("taskExpiring", ("plugin", .string(task.plugin)), ("task", .int(Int64(task.id))))
+        recorder.record(.task(time: now, event: "taskExpiring", plugin: task.plugin, task: task.id))
         guard let handler = expirationHandlers[task.id] else { return }
         let window = openWindow(limit: profile.expirationHandlerLimit, handler: "expiration handler")
         call(handler.plugin, in: window, handler.callback)
@@ -657,7 +659,7 @@ public final class LifelineHost {
 
     /// T5: the budget is gone.
     private func budgetRanOut() {
-        guard appRunning, !tasks.active.isEmpty else { return }
+        guard appRunning, tasks.activeCount > 0 else { return }
         let left = tasks.active
         let names = left.map { t in
             "plugin '\(t.plugin)' task \(t.id)" + (t.name.map { " '\($0)'" } ?? "")

@@ -31,6 +31,11 @@ public final class MainExecutor {
     }
 
     public let clock: any HostClock
+    /// Jobs in the order they run, when each is scheduled no earlier than the one before it: the
+    /// common case (work for the next turn), which then costs no heap operations.
+    private var lane: [Job?] = []
+    private var laneHead = 0
+    /// Every other job: a binary min-heap on (time, due, seq).
     private var heap: [Job] = []
     private var held: [Job] = []
     private var cancelled: Set<UInt64> = []
@@ -55,7 +60,11 @@ public final class MainExecutor {
         let job = Job(time: time, due: time, seq: nextSeq, owner: owner, body: body)
         nextSeq += 1
         pending.insert(job.seq)
-        push(job)
+        if laneHead == lane.count || !job.runsBefore(lane[lane.count - 1]!) {
+            lane.append(job)
+        } else {
+            push(job)
+        }
         return JobID(seq: job.seq)
     }
 
@@ -79,7 +88,9 @@ public final class MainExecutor {
     }
 
     /// Whether any job could still run: held jobs do not count.
-    public var hasPendingJobs: Bool { heap.contains { !cancelled.contains($0.seq) } }
+    public var hasPendingJobs: Bool {
+        heap.contains { !cancelled.contains($0.seq) } || lane[laneHead...].contains { !cancelled.contains($0!.seq) }
+    }
 
     /// Runs jobs in order until `shouldStop` says so, the queue is empty on a virtual clock, or the
     /// next job lies past `limit`. `afterJob` runs after every job.
@@ -96,7 +107,7 @@ public final class MainExecutor {
                 for work in posted { schedule(at: clock.now, work) }
                 continue
             }
-            let job = popMin()
+            let job = popNext()
             pending.remove(job.seq)
             job.body()
             afterJob()
@@ -105,25 +116,56 @@ public final class MainExecutor {
 
     // Drops cancelled and stale jobs and holds suspended-app jobs until one can run.
     private func peekRunnable() -> Job? {
-        while let top = heap.first {
-            if cancelled.remove(top.seq) != nil {
-                _ = popMin()
+        while let top = peekNext() {
+            if !cancelled.isEmpty, cancelled.remove(top.seq) != nil {
+                _ = popNext()
                 continue
             }
             if case .app(let generation) = top.owner {
                 switch appJobsAllowed(generation) {
                 case .run: break
                 case .hold:
-                    held.append(popMin())
+                    held.append(popNext())
                     continue
                 case .drop:
-                    pending.remove(popMin().seq)
+                    pending.remove(popNext().seq)
                     continue
                 }
             }
             return top
         }
         return nil
+    }
+
+    /// Whether the next job is the lane's; nil when there are none.
+    private func laneIsNext() -> Bool? {
+        let laneEmpty = laneHead == lane.count
+        if heap.isEmpty { return laneEmpty ? nil : true }
+        if laneEmpty { return false }
+        return lane[laneHead]!.runsBefore(heap[0])
+    }
+
+    private func peekNext() -> Job? {
+        switch laneIsNext() {
+        case true?: return lane[laneHead]
+        case false?: return heap[0]
+        case nil: return nil
+        }
+    }
+
+    private func popNext() -> Job {
+        guard laneIsNext() == true else { return popMin() }
+        let job = lane[laneHead]!
+        lane[laneHead] = nil
+        laneHead += 1
+        if laneHead == lane.count {
+            lane.removeAll(keepingCapacity: true)
+            laneHead = 0
+        } else if laneHead > 1024 && laneHead * 2 > lane.count {
+            lane.removeFirst(laneHead)
+            laneHead = 0
+        }
+        return job
     }
 
     // A binary min-heap on (time, seq).

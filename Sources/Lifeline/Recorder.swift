@@ -5,13 +5,78 @@ public struct TimelineEvent: Equatable, Sendable {
     public var time: HostTime
     /// The event's name: a lifecycle notification, `taskBegan`, `suspended`, …
     public var event: String
-    /// The other fields, in the order the report writes them.
-    public var fields: [(String, JSONValue)]
+    private var storage: Storage
+
+    /// The fields as the report writes them. The task events, which a plugin can make hundreds of
+    /// thousands of, keep theirs inline: no array is made until the report or a reader asks.
+    private enum Storage: Sendable {
+        case fields([(String, JSONValue)])
+        /// plugin, task, then `name` and `expired` when given.
+        case task(plugin: String, task: Int, name: String?, expired: Bool?)
+        /// plugin, queue, op, then `name` when given, then how it finished when it did.
+        case operation(plugin: String, queue: String, op: Int, name: String?, finished: OperationEnding?)
+    }
+
+    /// How a queue operation finished: the last four fields of `opFinished`.
+    public struct OperationEnding: Sendable {
+        public var timedOut, cancelled, expired, failed: Bool
+        public init(timedOut: Bool, cancelled: Bool, expired: Bool, failed: Bool) {
+            (self.timedOut, self.cancelled, self.expired, self.failed) = (timedOut, cancelled, expired, failed)
+        }
+    }
 
     public init(time: HostTime, event: String, fields: [(String, JSONValue)] = []) {
         self.time = time
         self.event = event
-        self.fields = fields
+        self.storage = .fields(fields)
+    }
+
+    /// A task event (`taskBegan`, `taskEnded`, `taskExpiring`, `endUnknownTask`): the fields
+    /// `plugin`, `task`, and `name` or `expired` when given, in that order.
+    public static func task(
+        time: HostTime, event: String, plugin: String, task: Int, name: String? = nil, expired: Bool? = nil
+    ) -> TimelineEvent {
+        var e = TimelineEvent(time: time, event: event)
+        e.storage = .task(plugin: plugin, task: task, name: name, expired: expired)
+        return e
+    }
+
+    /// A queue operation's event (`opStarted`, `opFinished`): the fields `plugin`, `queue`, `op`,
+    /// `name` when given, and the four of `finished` when given, in that order.
+    public static func operation(
+        time: HostTime, event: String, plugin: String, queue: String, op: Int, name: String?,
+        finished: OperationEnding? = nil
+    ) -> TimelineEvent {
+        var e = TimelineEvent(time: time, event: event)
+        e.storage = .operation(plugin: plugin, queue: queue, op: op, name: name, finished: finished)
+        return e
+    }
+
+    /// The other fields, in the order the report writes them.
+    public var fields: [(String, JSONValue)] {
+        get {
+            switch storage {
+            case .fields(let fields): return fields
+            case .task(let plugin, let task, let name, let expired):
+                var fields: [(String, JSONValue)] = [("plugin", .string(plugin)), ("task", .int(Int64(task)))]
+                if let name { fields.append(("name", .string(name))) }
+                if let expired { fields.append(("expired", .bool(expired))) }
+                return fields
+            case .operation(let plugin, let queue, let op, let name, let finished):
+                var fields: [(String, JSONValue)] = [
+                    ("plugin", .string(plugin)), ("queue", .string(queue)), ("op", .int(Int64(op))),
+                ]
+                if let name { fields.append(("name", .string(name))) }
+                if let f = finished {
+                    fields += [
+                        ("timedOut", .bool(f.timedOut)), ("cancelled", .bool(f.cancelled)),
+                        ("expired", .bool(f.expired)), ("failed", .bool(f.failed)),
+                    ]
+                }
+                return fields
+            }
+        }
+        set { storage = .fields(newValue) }
     }
 
     public static func == (a: TimelineEvent, b: TimelineEvent) -> Bool { a.json == b.json }
@@ -73,9 +138,12 @@ public final class Recorder: Sendable {
         self.observer = observer
     }
 
-    public func record(_ event: TimelineEvent) {
-        if keepsTimeline { state.withLock { $0.timeline.append(event) } }
+    public func record(_ event: consuming TimelineEvent) {
         observer?(event)
+        guard keepsTimeline else { return }
+        // Moved into the timeline, not copied: a task event holds several strings.
+        var moving = Optional(event)
+        state.withLock { $0.timeline.append(moving.take()!) }
     }
 
     /// Notes a plugin in the report's `plugins` list.

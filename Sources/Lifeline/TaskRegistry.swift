@@ -43,8 +43,14 @@ public struct TaskRegistry: Sendable {
     private let taskLimit: Int
     /// The next id. Ids are unique for the host's life and never reused (T1).
     private var nextID = 1
+    /// The tasks in the order they began, which is the order of their ids; an ended task leaves a
+    /// hole (nil) until the next compaction. Finding a task is a binary search on the ids, and
+    /// ending one is O(1) amortized, however many are active and in whatever order they end.
+    private var slots: [(id: Int, task: Task?)] = []
+    /// The tasks in `slots` that are not holes.
+    public private(set) var activeCount = 0
     /// Active tasks in the order they began.
-    public private(set) var active: [Task] = []
+    public var active: [Task] { slots.compactMap(\.task) }
     /// The current stay in the background, if the app is in the background.
     public private(set) var period: BackgroundPeriod?
 
@@ -52,19 +58,40 @@ public struct TaskRegistry: Sendable {
 
     /// T1, T3, T8: begins a task.
     public mutating func begin(plugin: String, name: String?) -> BeginDecision {
-        if active.count >= taskLimit { return .limitExceeded(limit: taskLimit) }
+        if activeCount >= taskLimit { return .limitExceeded(limit: taskLimit) }
         let id = nextID
         nextID += 1
         let expireNow = period?.expired ?? false
-        active.append(Task(id: id, plugin: plugin, name: name, expiring: false))
+        slots.append((id, Task(id: id, plugin: plugin, name: name, expiring: false)))
+        activeCount += 1
         return .began(id: id, expireNow: expireNow)
     }
 
     /// T6: ends a task, or says it is unknown.
     public mutating func end(id: Int) -> EndDecision {
-        guard let index = active.firstIndex(where: { $0.id == id }) else { return .unknown }
-        let task = active.remove(at: index)
+        guard let index = slot(of: id), let task = slots[index].task else { return .unknown }
+        slots[index].task = nil
+        activeCount -= 1
+        if slots.count > 2 * activeCount + 16 { slots.removeAll { $0.task == nil } }
         return .ended(task, expired: task.expiring)
+    }
+
+    /// Whether task `id` is active.
+    public func isActive(_ id: Int) -> Bool { slot(of: id).map { slots[$0].task != nil } ?? false }
+
+    /// Whether an active task has had its expiration signalled.
+    public var anyExpiring: Bool { slots.contains { $0.task?.expiring == true } }
+
+    /// The index in `slots` of task `id`, ended or not, if it is there.
+    private func slot(of id: Int) -> Int? {
+        // Ids only grow, and tasks end in begin order more often than not: look at the front first.
+        if let first = slots.first, first.id == id { return 0 }
+        var low = 0, high = slots.count
+        while low < high {
+            let mid = (low + high) / 2
+            if slots[mid].id < id { low = mid + 1 } else { high = mid }
+        }
+        return low < slots.count && slots[low].id == id ? low : nil
     }
 
     /// T2: the app entered the background at `now`; the budget starts again, full.
@@ -73,14 +100,18 @@ public struct TaskRegistry: Sendable {
             start: now, expiresAt: now.adding(seconds: max(0, budget - expirationLead)),
             endsAt: now.adding(seconds: budget), expired: false)
         period = p
-        for i in active.indices { active[i].expiring = false }
+        clearExpiring()
         return p
     }
 
     /// The app left the background: the budget stops counting.
     public mutating func leaveBackground() {
         period = nil
-        for i in active.indices { active[i].expiring = false }
+        clearExpiring()
+    }
+
+    private mutating func clearExpiring() {
+        for i in slots.indices where slots[i].task != nil { slots[i].task!.expiring = false }
     }
 
     /// T2: seconds of budget left at `now`; nil in the foreground (read as infinite).
@@ -94,9 +125,11 @@ public struct TaskRegistry: Sendable {
     public mutating func expire() -> [Task] {
         period?.expired = true
         var due: [Task] = []
-        for i in active.indices where !active[i].expiring {
-            active[i].expiring = true
-            due.append(active[i])
+        for i in slots.indices {
+            guard var task = slots[i].task, !task.expiring else { continue }
+            task.expiring = true
+            slots[i].task = task
+            due.append(task)
         }
         return due
     }
@@ -104,14 +137,16 @@ public struct TaskRegistry: Sendable {
     /// T3: a task begun after the expiration moment is signalled on its own. Returns it, or nil
     /// if it ended meanwhile.
     public mutating func expireLate(id: Int) -> Task? {
-        guard let i = active.firstIndex(where: { $0.id == id }), !active[i].expiring else { return nil }
-        active[i].expiring = true
-        return active[i]
+        guard let i = slot(of: id), var task = slots[i].task, !task.expiring else { return nil }
+        task.expiring = true
+        slots[i].task = task
+        return task
     }
 
     /// The app ended: its tasks are gone. Ids keep counting (T1).
     public mutating func reset() {
-        active.removeAll()
+        slots.removeAll()
+        activeCount = 0
         period = nil
     }
 }

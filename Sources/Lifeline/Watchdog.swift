@@ -10,25 +10,42 @@ public protocol Preemptible: Sendable {
     func preempt()
 }
 
+/// The plugin side of what the watchdog guards: made once per loaded plugin, so arming the
+/// watchdog for a call copies one reference, not the name and the preemptor.
+public final class WatchdogSubject: Sendable {
+    public let plugin: String
+    /// How to stop the plugin's code; nil for Swift code, which cannot be stopped (W3).
+    public let preemptor: (any Preemptible)?
+
+    public init(plugin: String, preemptor: (any Preemptible)?) {
+        self.plugin = plugin
+        self.preemptor = preemptor
+    }
+}
+
 /// What the watchdog is guarding right now.
 public struct WatchdogTarget: Sendable {
+    public var subject: WatchdogSubject
     /// The plugin whose code is running.
-    public var plugin: String
+    public var plugin: String { subject.plugin }
     /// What it is running: an event name, "expiration handler", "timer", "load".
     public var handler: String
     /// The limit in seconds, as the profile gives it.
     public var limit: Double
     /// How to stop it; nil for Swift code, which cannot be stopped (W3).
-    public var preemptor: (any Preemptible)?
+    public var preemptor: (any Preemptible)? { subject.preemptor }
     /// The host's time when the code was called (virtual in simulate).
     public var time: HostTime
 
-    public init(plugin: String, handler: String, limit: Double, preemptor: (any Preemptible)?, time: HostTime) {
-        self.plugin = plugin
+    public init(subject: WatchdogSubject, handler: String, limit: Double, time: HostTime) {
+        self.subject = subject
         self.handler = handler
         self.limit = limit
-        self.preemptor = preemptor
         self.time = time
+    }
+
+    public init(plugin: String, handler: String, limit: Double, preemptor: (any Preemptible)?, time: HostTime) {
+        self.init(subject: WatchdogSubject(plugin: plugin, preemptor: preemptor), handler: handler, limit: limit, time: time)
     }
 }
 

@@ -203,3 +203,32 @@ private final class Fixture {
     f.executor.run(until: nil, shouldStop: { false }, afterJob: { [unowned f] in f.log.append("after") })
     #expect(f.log == ["a@1", "after", "b@1", "after"])
 }
+
+@Test func executor_jobsScheduledWhileRunning_keepTheOrderOfTimeThenScheduling() {
+    // Work for the next turn goes to a fast lane; a job due earlier than the lane's last still
+    // runs first, and the lane and the heap merge in (time, scheduling) order.
+    let f = Fixture()
+    f.job("x", at: 1)
+    f.executor.schedule(at: t(1)) { [unowned f] in
+        f.log.append("a")
+        f.job("b", at: 1)  // now: after x, which was scheduled first
+        f.job("c", at: 0.5)  // in the past: before everything due at 1
+        f.job("d", at: 1)
+        f.job("e", at: 2)
+    }
+    f.job("y", at: 1)
+    f.run()
+    #expect(f.log == ["x@1", "a", "c@1", "y@1", "b@1", "d@1", "e@2"])
+}
+
+@Test func executor_manyJobsForTheNextTurn_runInOrder_andCancelledOnesNever() {
+    let f = Fixture()
+    var ids: [MainExecutor.JobID] = []
+    f.executor.schedule(at: t(0)) { [unowned f] in
+        for i in 0..<3000 { ids.append(f.job("\(i)", at: 0)) }
+        for i in stride(from: 1, to: 3000, by: 2) { f.executor.cancel(ids[i]) }
+    }
+    f.run()
+    #expect(f.log == stride(from: 0, to: 3000, by: 2).map { "\($0)@0" })
+    #expect(!f.executor.hasPendingJobs)
+}

@@ -341,3 +341,24 @@ func reportNumber_seconds_roundsToTheMillisecondWithoutTrailingZeros(_ ns: Int64
     let recorder = try simulate("0s launch\n2s background", [p])
     #expect(lines(recorder).suffix(2) == ["14 taskEnded plugin=p task=1 expired=false", "14 suspended"])
 }
+
+@Test func timelineEvent_compactTaskAndOperationEvents_readAndSerializeAsTheirFields() {
+    let t = HostTime.seconds(2)
+    let began = TimelineEvent.task(time: t, event: "taskBegan", plugin: "p", task: 3, name: "sync")
+    #expect(began == TimelineEvent(
+        time: t, event: "taskBegan", fields: [("plugin", .string("p")), ("task", .int(3)), ("name", .string("sync"))]))
+    let ended = TimelineEvent.task(time: t, event: "taskEnded", plugin: "p", task: 3, expired: true)
+    #expect(ended.json.serialized() == TimelineEvent(
+        time: t, event: "taskEnded", fields: [("plugin", .string("p")), ("task", .int(3)), ("expired", .bool(true))]
+    ).json.serialized())
+    #expect(ended["expired"] == .bool(true))
+    let finished = TimelineEvent.operation(
+        time: t, event: "opFinished", plugin: "p", queue: "q", op: 7, name: nil,
+        finished: .init(timedOut: false, cancelled: true, expired: false, failed: false))
+    #expect(finished.fields.map(\.0) == ["plugin", "queue", "op", "timedOut", "cancelled", "expired", "failed"])
+    #expect(finished["cancelled"] == .bool(true))
+    #expect(finished.humanLine.hasSuffix("opFinished plugin=p queue=q op=7 timedOut=false cancelled=true expired=false failed=false"))
+    var edited = finished
+    edited.fields.append(("extra", .int(1)))
+    #expect(edited.fields.count == 8)
+}

@@ -197,3 +197,28 @@ func registry_beyondTaskLimit_limitExceeded(_ limit: Int) {
     }
     #expect(r.active.count == 3)
 }
+
+@Test func registry_endingInAnyOrder_keepsTheRestInBeginOrder() {
+    var r = TaskRegistry(taskLimit: 1000)
+    let ids = (0..<600).map { i in began(r.begin(plugin: "p\(i)", name: nil)) }
+    // End every third from the back, then the first half from the front: holes and compactions.
+    var ended = Set<Int>()
+    for i in stride(from: ids.count - 1, through: 0, by: -3) {
+        guard case .ended(let task, _) = r.end(id: ids[i]) else { Issue.record("task \(ids[i]) not ended"); return }
+        #expect(task.id == ids[i])
+        ended.insert(ids[i])
+    }
+    for id in ids.prefix(300) where !ended.contains(id) {
+        #expect(r.end(id: id) != .unknown)
+        ended.insert(id)
+    }
+    let left = ids.filter { !ended.contains($0) }
+    #expect(r.active.map(\.id) == left)
+    #expect(r.activeCount == left.count)
+    #expect(left.allSatisfy { r.isActive($0) })
+    #expect(ended.allSatisfy { !r.isActive($0) && r.end(id: $0) == .unknown })
+    // The expiration moment signals what is left, in begin order.
+    _ = r.enterBackground(at: t(0), budget: 30, expirationLead: 5)
+    #expect(r.expire().map(\.id) == left)
+    #expect(r.anyExpiring)
+}

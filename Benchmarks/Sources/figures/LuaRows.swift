@@ -88,9 +88,13 @@ func taskLuaRow() -> Row {
 
 // MARK: background.lua
 
+func backgroundLua(calls: Int, events: Int) -> Double {
+    luaHandlerLoop("lifeline.background(nil, f)", prelude: "local function f(task) end", calls: calls, events: events)
+}
+
 func backgroundRow() -> Row {
     let m = interleaved(rounds: 9, [
-        { luaHandlerLoop("lifeline.background(nil, f)", prelude: "local function f(task) end", calls: 500, events: 100) },
+        { backgroundLua(calls: 500, events: 100) },
         { plainLuaLoop("coroutine.wrap(f)()", prelude: "local function f() end", calls: 200_000) },
     ])
     return Row(

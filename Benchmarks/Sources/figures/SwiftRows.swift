@@ -25,14 +25,16 @@ func swiftHandler(events: Int, per: Int, _ body: @escaping (PluginContext) -> Vo
 
 // MARK: task.swift
 
+func taskSwift(count n: Int) -> Double {
+    swiftHandler(events: 10, per: n) { context in
+        for _ in 0..<n { context.endBackgroundTask(context.beginBackgroundTask(name: "x", expirationHandler: nil)) }
+    }
+}
+
 func taskSwiftRow() -> Row {
     let n = 10_000
     let m = interleaved(rounds: 9, [
-        {
-            swiftHandler(events: 10, per: n) { context in
-                for _ in 0..<n { context.endBackgroundTask(context.beginBackgroundTask(name: "x", expirationHandler: nil)) }
-            }
-        },
+        { taskSwift(count: n) },
         {
             let tasks = Mutex<[Int: String]>([:])
             var next = 0

@@ -26,7 +26,25 @@ let rows: [(name: String, run: () -> Row)] = [
     ("transfer.loopback", transferRow),
 ]
 
+/// Lifeline's side of a row alone, once, for a profiler: `valgrind --tool=callgrind figures profile NAME`.
+let profiles: [String: () -> Void] = [
+    "dispatch.lua": { _ = hostDispatch(plugins: 100, events: 500) },
+    "dispatch.lua.baseline": { _ = bareDispatch(states: 100, rounds: 500) },
+    "task.lua": { _ = luaHandlerLoop("lifeline.endBackgroundTask(lifeline.beginBackgroundTask('x'))", calls: 10_000, events: 5) },
+    "task.swift": { _ = taskSwift(count: 50_000) },
+    "queue.swift": { _ = lifelineQueue(count: 50_000) },
+    "background.lua": { _ = backgroundLua(calls: 500, events: 20) },
+    "http.loopback": {
+        let server = LoopbackServer { OKHandler() }
+        _ = lifelineRequests(port: server.port, count: 2_000)
+    },
+]
+
 var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "profile", arguments.count == 2, let profile = profiles[arguments[1]] {
+    profile()
+    exit(0)
+}
 if arguments.first == "probe-memory", arguments.count == 3, let count = Int(arguments[2]) {
     print(probeMemory(kind: arguments[1], count: count))
     exit(0)
