@@ -17,6 +17,7 @@ struct LifelineControl {
     atomic_int preempt;                 // written by the watchdog thread, read by the hook
     _Atomic(lua_State *) current;       // the thread (coroutine) running now
     char *traceback;                    // where the stop first hit; malloc'd, freed on clear
+    int strings_ref;                    // registry ref of the event strings made so far; 0: none yet
 };
 
 // ---------------------------------------------------------------- memory
@@ -653,6 +654,24 @@ int lifeline_open_sandbox(lua_State *L, const char *plugin_dir) {
 // Everything the host does to a state from outside Lua happens inside lua_pcall, so no error can
 // escape unprotected (which would abort) or longjmp through Swift.
 
+// The strings every event table holds (its keys, the event names, the states), made once per
+// state and kept in a registry table by slot: pushing one is an array read, not a hash of its text.
+enum { SLOT_NAME = 1, SLOT_TIME, SLOT_STATE, SLOT_FIRST_VALUE };
+
+// Pushes the string in `slot` of the cache at `cache` (an absolute index), making it from `text`
+// the first time; slot 0 pushes `text` without caching.
+static void lifeline_push_cached(lua_State *L, int cache, int slot, const char *text) {
+    if (slot <= 0) {
+        lua_pushstring(L, text);
+        return;
+    }
+    if (lua_rawgeti(L, cache, slot) == LUA_TSTRING) return;
+    lua_pop(L, 1);
+    lua_pushstring(L, text);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, cache, slot);
+}
+
 static int lifeline_call_thunk(lua_State *L) {
     lua_Integer ref = lua_tointeger(L, 1);
     const LifelineEvent *ev = (const LifelineEvent *)lua_touserdata(L, 2);
@@ -662,13 +681,23 @@ static int lifeline_call_thunk(lua_State *L) {
         lua_call(L, 0, 0);
         return 0;
     }
-    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);  // stack: f, event
-    lua_pushstring(L, ev->name);
-    lua_setfield(L, -2, "name");
+    LifelineControl *c = lifeline_control_of(L);
+    if (c->strings_ref == 0) {
+        lua_newtable(L);
+        c->strings_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->strings_ref);  // stack: f, cache
+    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);     // stack: f, cache, event
+    lifeline_push_cached(L, 2, SLOT_NAME, "name");
+    lifeline_push_cached(L, 2, ev->name_slot > 0 ? SLOT_FIRST_VALUE + ev->name_slot : 0, ev->name);
+    lua_rawset(L, 3);
+    lifeline_push_cached(L, 2, SLOT_TIME, "time");
     lua_pushnumber(L, ev->time);
-    lua_setfield(L, -2, "time");
-    lua_pushstring(L, ev->state);
-    lua_setfield(L, -2, "state");
+    lua_rawset(L, 3);
+    lifeline_push_cached(L, 2, SLOT_STATE, "state");
+    lifeline_push_cached(L, 2, ev->state_slot > 0 ? SLOT_FIRST_VALUE + 64 + ev->state_slot : 0, ev->state);
+    lua_rawset(L, 3);
+    lua_remove(L, 2);                                    // stack: f, event
     if (ev->transfer_id) {
         lua_pushstring(L, ev->transfer_id);
         lua_setfield(L, -2, "id");

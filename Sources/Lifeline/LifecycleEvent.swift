@@ -18,7 +18,7 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     case didFinishTransferEvents
 
     /// The event's position in `allCases`, for tables indexed by event.
-    var ordinal: Int {
+    public var ordinal: Int {
         switch self {
         case .didFinishLaunching: return 0
         case .didBecomeActive: return 1
@@ -83,6 +83,18 @@ public enum AppState: String, Sendable, Equatable {
     case background
     case suspended
     case ended
+
+    /// A small number for the state, for tables indexed by state.
+    public var ordinal: Int {
+        switch self {
+        case .notRunning: return 0
+        case .inactive: return 1
+        case .active: return 2
+        case .background: return 3
+        case .suspended: return 4
+        case .ended: return 5
+        }
+    }
 
     /// Whether plugin code may run in this state.
     public var isRunning: Bool {

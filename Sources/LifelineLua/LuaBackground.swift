@@ -52,8 +52,11 @@ final class LuaBackgroundWork {
     /// The background task it holds (`lifeline.background`); nil for a queue's operation, whose
     /// queue holds the task.
     let taskID: Int?
-    /// What messages call it: "background task 3", "operation 7".
-    let label: String
+    /// Its number: the task's id, or the operation's.
+    private let number: Int
+    /// What messages call it: "background task 3", "operation 7". Made only when a message or the
+    /// watchdog needs it, not for every work.
+    var label: String { "\(kindName) \(number)" }
     let name: String?
     /// Called once it finished, with what became of it.
     var onEnd: ((Outcome) -> Void)?
@@ -75,18 +78,18 @@ final class LuaBackgroundWork {
     /// call raises it. After that, waits work again until the grace is over, so `fn` can clean up.
     private var interruptionPending = false
 
-    /// The handler name the watchdog and errors use.
-    var handlerName: String { name.map { "\(kindName) '\($0)'" } ?? label }
+    /// The handler name the watchdog and errors use; made once, at the first slice.
+    private(set) lazy var handlerName: String = name.map { "\(kindName) '\($0)'" } ?? label
     private var kindName: String { taskID == nil ? "operation" : "background task" }
 
     /// - Parameters: `thread` holds `fn` and its arguments (`arguments` of them, the task handle
     ///   first); `threadRef` and `handleRef` are registry references this object releases.
     init(
-        taskID: Int?, label: String, name: String?, plugin: LuaPlugin, context: PluginContext,
+        taskID: Int?, number: Int, name: String?, plugin: LuaPlugin, context: PluginContext,
         thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32
     ) {
         self.taskID = taskID
-        self.label = label
+        self.number = number
         self.name = name
         self.plugin = plugin
         self.context = context

@@ -292,7 +292,7 @@ enum LuaModule {
             }
         }
         let work = LuaBackgroundWork(
-            taskID: id, label: "background task \(id)", name: name, plugin: plugin, context: context, thread: co,
+            taskID: id, number: id, name: name, plugin: plugin, context: context, thread: co,
             threadRef: threadRef, handleRef: handleRef, arguments: 1 + max(0, top - 2))
         box.work = work
         plugin.remember(work)

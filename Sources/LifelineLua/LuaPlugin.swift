@@ -90,19 +90,22 @@ public final class LuaPlugin: PluginInstance {
     func call(ref: Int32, event: LifecycleEvent?) -> CallOutcome {
         guard let L = state else { return .returned }
         guard let event else { return outcome(lifeline_call_ref(L, ref, nil), L) }
+        // The state keeps one Lua string per event name and state, by these numbers (from 1).
+        let nameSlot = Int32(event.name.ordinal + 1), stateSlot = Int32(event.state.ordinal + 1)
         return event.name.rawValue.withCString { name in
             event.state.rawValue.withCString { st in
                 guard let transfer = event.transfer else {
                     var ev = LifelineEvent(
                         name: name, time: event.time, state: st, transfer_id: nil, reason: nil, received: -1,
-                        total: -1)
+                        total: -1, name_slot: nameSlot, state_slot: stateSlot)
                     return outcome(lifeline_call_ref(L, ref, &ev), L)
                 }
                 return transfer.id.withCString { id in
                     LuaPlugin.withOptionalCString(transfer.reason) { reason in
                         var ev = LifelineEvent(
                             name: name, time: event.time, state: st, transfer_id: id, reason: reason,
-                            received: transfer.received ?? -1, total: transfer.total ?? -1)
+                            received: transfer.received ?? -1, total: transfer.total ?? -1, name_slot: nameSlot,
+                            state_slot: stateSlot)
                         return outcome(lifeline_call_ref(L, ref, &ev), L)
                     }
                 }

@@ -51,7 +51,7 @@ final class LuaOperation: QueueOperationBody {
         lua_rawgeti(co, lifeline_registryindex(), lua_Integer(handleRef))  // run(op)
         lifeline_bridge_leave(L)
         let work = LuaBackgroundWork(
-            taskID: nil, label: "operation \(operation.id)", name: operation.name, plugin: plugin, context: context,
+            taskID: nil, number: operation.id, name: operation.name, plugin: plugin, context: context,
             thread: co, threadRef: threadRef, handleRef: LUA_NOREF, arguments: 1)
         work.onEnd = { [weak operation] outcome in operation?.codeEnded(failed: outcome == .failed) }
         self.work = work

@@ -99,6 +99,10 @@ typedef struct LifelineEvent {
     /// transferProgress only: bytes so far and the whole size; -1 when not known.
     long long received;
     long long total;
+    /// Small numbers (>= 1) naming `name` and `state` among the host's fixed strings, so the
+    /// state makes each Lua string once and reuses it; 0: no such number, push the text.
+    int name_slot;
+    int state_slot;
 } LifelineEvent;
 
 /// Calls the function stored at registry `ref`, with an event table built from `event` (or no
