@@ -214,6 +214,8 @@ public final class LifelineHost {
     public var isStopped: Bool { recorder.isTerminated || loadError != nil }
     /// The active tasks, in the order they began.
     public var activeTasks: [TaskRegistry.Task] { tasks.active }
+    /// How many background tasks are active, without listing them.
+    public var activeTaskCount: Int { tasks.activeCount }
 
     var backgroundTimeRemaining: Double { tasks.remaining(at: now) ?? .greatestFiniteMagnitude }
 

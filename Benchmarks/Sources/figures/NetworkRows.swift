@@ -118,7 +118,7 @@ func lifelineRequests(port: Int, count: Int) -> Double {
           end
         end)
         """
-    let seconds = liveRun(source, stateDir: nil) { $0.activeTasks.isEmpty } check: { host in
+    let seconds = liveRun(source, stateDir: nil) { $0.activeTaskCount == 0 } check: { host in
         precondition(host.recorder.pluginErrorCount == 0, "the benchmark plugin failed")
     }
     return Double(count) / seconds

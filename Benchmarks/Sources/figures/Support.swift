@@ -39,7 +39,7 @@ final class BenchHost {
 
     func checkClean() {
         precondition(host.recorder.pluginErrorCount == 0, "a benchmark plugin raised an error")
-        precondition(host.activeTasks.isEmpty, "a benchmark left a task running")
+        precondition(host.activeTaskCount == 0, "a benchmark left a task running")
     }
 
     deinit { host.shutdown() }
