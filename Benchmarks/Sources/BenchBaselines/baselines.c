@@ -13,20 +13,26 @@ typedef struct {
     lua_State **states;
 } BenchStates;
 
-void *bench_states_new(int count, const char *handler_source) {
+// `count` states with the standard libraries, each having run `source` and kept `results` of
+// what it returned on its stack.
+static BenchStates *bench_make_states(int count, const char *source, int results) {
     BenchStates *s = malloc(sizeof *s);
     s->count = count;
     s->states = calloc((size_t)count, sizeof(lua_State *));
     for (int i = 0; i < count; i++) {
         lua_State *L = luaL_newstate();
         luaL_openlibs(L);
-        if (luaL_loadstring(L, handler_source) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) {
-            fprintf(stderr, "bench_states_new: %s\n", lua_tostring(L, -1));
+        if (luaL_loadstring(L, source) != LUA_OK || lua_pcall(L, 0, results, 0) != LUA_OK) {
+            fprintf(stderr, "benchmark baseline: %s\n", lua_tostring(L, -1));
             abort();
         }
-        s->states[i] = L;  // stack: handler
+        s->states[i] = L;
     }
     return s;
+}
+
+void *bench_states_new(int count, const char *handler_source) {
+    return bench_make_states(count, handler_source, 1);  // stack: handler
 }
 
 void bench_states_free(void *states) {
@@ -88,20 +94,6 @@ int64_t bench_resident_bytes(void) {
     return (int64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
-void *bench_plain_states_new(int count, const char *source) {
-    BenchStates *s = malloc(sizeof *s);
-    s->count = count;
-    s->states = calloc((size_t)count, sizeof(lua_State *));
-    for (int i = 0; i < count; i++) {
-        lua_State *L = luaL_newstate();
-        luaL_openlibs(L);
-        if (luaL_loadstring(L, source) != LUA_OK || lua_pcall(L, 0, 0, 0) != LUA_OK) {
-            fprintf(stderr, "bench_plain_states_new: %s\n", lua_tostring(L, -1));
-            abort();
-        }
-        s->states[i] = L;
-    }
-    return s;
-}
+void *bench_plain_states_new(int count, const char *source) { return bench_make_states(count, source, 0); }
 
 void bench_plain_states_free(void *states) { bench_states_free(states); }
