@@ -500,9 +500,9 @@ public final class HostQueue {
 
     // MARK: - Report fields
 
-    private func fields(_ op: QueueOperation, extra: Int = 0) -> [(String, JSONValue)] {
+    private func fields(_ op: QueueOperation) -> [(String, JSONValue)] {
         var f: [(String, JSONValue)] = []
-        f.reserveCapacity(4 + extra)
+        f.reserveCapacity(5)
         f.append(("plugin", .string(op.context.pluginName)))
         f.append(("queue", .string(name)))
         f.append(("op", .int(Int64(op.id))))
