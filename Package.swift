@@ -67,7 +67,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LifelineTests", dependencies: ["Lifeline"]),
-        .testTarget(name: "LifelineLuaTests", dependencies: ["LifelineLua", "Lifeline", "CLuaShims", "CLua"]),
+        .testTarget(
+            name: "LifelineLuaTests",
+            dependencies: [
+                "LifelineLua", "Lifeline", "CLuaShims", "CLua", .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(name: "lifelineTests", dependencies: ["Lifeline"]),
         .testTarget(
             name: "LifelineHTTPTests",

@@ -1016,15 +1016,24 @@ static int lifeline_log_thunk(lua_State *L) {
     lifeline_log_sink sink = (lifeline_log_sink)lua_touserdata(L, lua_upvalueindex(1));
     int level = (int)lua_tointeger(L, lua_upvalueindex(2));
     int n = lua_gettop(L);
+    // Every argument becomes a string first, in its own slot: luaL_tolstring pushes, and nothing
+    // may be pushed between a luaL_Buffer's operations (its box may sit on top of the stack).
+    for (int i = 1; i <= n; i++) {
+        luaL_tolstring(L, i, NULL);  // may call __tostring: we are in C, so an error is fine
+        lua_replace(L, i);
+    }
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     for (int i = 1; i <= n; i++) {
-        luaL_tolstring(L, i, NULL);  // may call __tostring: we are in C, so an error is fine
         if (i > 1) luaL_addchar(&b, '\t');
-        luaL_addvalue(&b);
+        size_t len;
+        const char *s = lua_tolstring(L, i, &len);
+        luaL_addlstring(&b, s, len);
     }
     luaL_pushresult(&b);  // stack: args..., line
-    sink(L, level, lua_tostring(L, -1));
+    size_t len;
+    const char *line = lua_tolstring(L, -1, &len);
+    sink(L, level, line, len);
     return 0;
 }
 

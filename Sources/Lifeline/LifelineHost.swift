@@ -20,6 +20,9 @@ public struct HostConfiguration: Sendable {
     /// nil: the real time when the host is made. `Simulation` fixes it, for determinism.
     public var epochAtStart: Double?
     public var logger: Logger
+    /// Makes the logger of each plugin (its print and lifeline.log lines) from the plugin's name;
+    /// by default, one labelled "plugin.NAME" from the process's logging system.
+    public var pluginLogger: @Sendable (String) -> Logger = { Logger(label: "plugin.\($0)") }
     /// Real seconds that Lua code, once asked to stop, has to unwind before it is treated as
     /// unstoppable, like Swift code (it is stuck inside one C call).
     public var stopGrace: Double = 1
@@ -73,6 +76,7 @@ public final class LifelineHost {
     public let epochAtStart: Double
     /// The host's own log.
     public let logger: Logger
+    let pluginLogger: @Sendable (String) -> Logger
     private let configuration: HostConfiguration
     private let descriptors: [PluginDescriptor]
     private let watchdog: Watchdog
@@ -169,6 +173,7 @@ public final class LifelineHost {
         self.profile = configuration.profile
         self.epochAtStart = configuration.epochAtStart ?? Date().timeIntervalSince1970
         self.logger = configuration.logger
+        self.pluginLogger = configuration.pluginLogger
         self.descriptors = plugins.sorted { $0.name < $1.name }
         self.executor = executor
         let recorder = recorder ?? Recorder(profileName: configuration.profile.name)

@@ -45,7 +45,7 @@ public final class PluginContext: @unchecked Sendable {
         self.index = index
         self.generation = generation
         self.clock = host.executor.clock
-        var logger = Logger(label: "plugin.\(pluginName)")
+        var logger = host.pluginLogger(pluginName)
         logger.logLevel = host.logger.logLevel
         self.logger = logger
     }

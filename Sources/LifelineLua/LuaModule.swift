@@ -532,10 +532,10 @@ enum LuaModule {
     }
 
     /// print(...) and lifeline.log.*(...): the host log, tagged with the plugin's name.
-    static let logSink: lifeline_log_sink = { L, level, message in
+    static let logSink: lifeline_log_sink = { L, level, message, length in
         guard let L, let message else { return }
         let plugin = LuaPlugin.from(L)
-        let text = String(String(cString: message).prefix(LuaPlugin.maximumMessageBytes))
+        let text = LuaPlugin.boundedText(message, length)
         let logger = plugin.context?.logger ?? Logger(label: "plugin.\(plugin.name)")
         switch level {
         case 0: logger.debug("\(text)")

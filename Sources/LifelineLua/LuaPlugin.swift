@@ -182,12 +182,17 @@ public final class LuaPlugin: PluginInstance {
     /// more than this for one error.
     static let maximumMessageBytes = 4096
 
+    /// At most `maximumMessageBytes` of a message's bytes, with "…" when it was longer. NUL bytes
+    /// stay; bytes that are not UTF-8 show as U+FFFD (messages and log lines are text).
+    static func boundedText(_ p: UnsafePointer<CChar>, _ length: Int) -> String {
+        let kept = min(length, maximumMessageBytes)
+        return String(decoding: UnsafeRawBufferPointer(start: p, count: kept), as: UTF8.self)
+            + (length > kept ? "…" : "")
+    }
+
     static func popMessage(_ L: OpaquePointer) -> String {
         var length = 0
-        let message = lua_tolstring(L, -1, &length).map { p in
-            String(decoding: UnsafeRawBufferPointer(start: p, count: min(length, maximumMessageBytes)), as: UTF8.self)
-                + (length > maximumMessageBytes ? "…" : "")
-        } ?? "(error object is not a string)"
+        let message = lua_tolstring(L, -1, &length).map { boundedText($0, length) } ?? "(error object is not a string)"
         lifeline_pop(L, 1)
         return message
     }

@@ -1,6 +1,7 @@
 import CLua
 import CLuaShims
 import Foundation
+import Logging
 import Testing
 
 @testable import Lifeline
@@ -58,17 +59,34 @@ func profile(
     return p
 }
 
-/// Loads the Lua plugins in `files` and runs `scenario` in virtual time.
+/// Loads the Lua plugins in `files` and runs `scenario` in virtual time. With `logs`, the lines
+/// the host and the plugins log land there.
 func simulate(
     _ files: [String: String], binary: [String: [UInt8]] = [:], scenario: String = "0s launch",
-    profile: Profile = .ios13, watchdogScale: Double = 1, until: HostTime? = nil
+    profile: Profile = .ios13, watchdogScale: Double = 1, until: HostTime? = nil, logs: LogLines? = nil
 ) throws -> Recorder {
     try withPluginFolder(files, binary: binary) { dir in
         let descriptors = try LuaPluginLoader.descriptors(in: dir)
+        var configuration = HostConfiguration(profile: profile, watchdogScale: watchdogScale)
+        if let logs { configuration.pluginLogger = { Logger(label: "plugin.\($0)") { _ in logs } } }
         return try Simulation.run(
             scenario: try Scenario.parse(scenario, fileName: "t.scenario"), plugins: descriptors,
-            configuration: HostConfiguration(profile: profile, watchdogScale: watchdogScale), until: until)
+            configuration: configuration, until: until)
     }
+}
+
+/// Collects log lines as "level: message" (a LogHandler whose copies share one list).
+final class LogLines: LogHandler, @unchecked Sendable {
+    private let lock = NSLock()
+    private var collected: [String] = []
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { lock.withLock { collected.append("\(event.level): \(event.message)") } }
+    var lines: [String] { lock.withLock { collected } }
 }
 
 /// The error that loading and running `files` fails with, or nil when it runs.
