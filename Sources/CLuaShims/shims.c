@@ -222,7 +222,10 @@ int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
     if (status == LUA_OK || status == LUA_YIELD) {
         lua_pop(co, nres);
     } else {
+        // A copy: the error stays on top of co, where closing co hands it to its to-be-closed
+        // variables.
         c->in_bridge++;
+        lua_pushvalue(co, -1);
         lua_xmove(co, L, 1);
         c->in_bridge--;
     }
@@ -231,6 +234,13 @@ int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
 
 int lifeline_close_thread(lua_State *L, lua_State *co) {
     LifelineControl *c = lifeline_control_of(L);
+    int died = lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD;
+    if (died) {  // remember the error it died of, to tell a new one from it
+        c->in_bridge++;
+        lua_pushvalue(co, -1);
+        lua_xmove(co, L, 1);  // stack: ..., original
+        c->in_bridge--;
+    }
     lua_State *prev = atomic_exchange(&c->current, co);
     if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
 #if LUA_VERSION_RELEASE_NUM >= 50406
@@ -241,8 +251,15 @@ int lifeline_close_thread(lua_State *L, lua_State *co) {
     atomic_store(&c->current, prev);
     if (status != LUA_OK) {
         c->in_bridge++;
-        lua_xmove(co, L, 1);
+        lua_xmove(co, L, 1);  // stack: ..., [original,] error
         c->in_bridge--;
+    }
+    if (died) {
+        if (status == LUA_OK || lua_rawequal(L, -1, -2)) {
+            lua_settop(L, lua_gettop(L) - (status == LUA_OK ? 1 : 2));  // only the old error: closed cleanly
+            return LUA_OK;
+        }
+        lua_remove(L, -2);  // stack: ..., error
     }
     return status;
 }

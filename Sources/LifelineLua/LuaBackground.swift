@@ -152,26 +152,25 @@ final class LuaBackgroundWork {
         }
     }
 
-    /// The coroutine raised (the error value is on top of L).
+    /// The coroutine raised (the error value is on top of L; the dead coroutine keeps it too).
+    /// Lua leaves the to-be-closed variables of a coroutine that died by an error open until the
+    /// coroutine is closed, so every path here closes it before the work ends.
     private func failed(_ status: Int32, _ L: OpaquePointer) -> CallOutcome {
         if let interruption, lifeline_is_interruption(L, -1) != 0 {
             // The interruption went uncaught: the work ends as expired or cancelled, not as an error.
             lifeline_pop(L, 1)
-            finish(interruption.outcome, message: nil)
-            return .returned
+            return closeThread(L, then: interruption.outcome, message: nil)
         }
         if status != LUA_ERRMEM { lifeline_traceback_of(L, thread) }
         let outcome = plugin.outcome(status, L)
         switch outcome {
         case .returned:
-            finish(.returned, message: nil)
-            return .returned
+            return closeThread(L, then: .returned, message: nil)
         case .preempted:
-            return outcome  // the host terminates the app
+            return outcome  // the host terminates the app: no more of the plugin's code runs
         case .raised(let message, let traceback):
             context.reportError(message: message, traceback: traceback, handler: handlerName)
-            finish(.failed, message: message)
-            return .returned
+            return closeThread(L, then: .failed, message: message)
         }
     }
 
@@ -280,6 +279,12 @@ final class LuaBackgroundWork {
         if case .waiting(let waitID?) = phase { context.cancelWait(waitID, recording: interruption?.kind) }
         stopWaitingOnTask()
         phase = .running
+        return closeThread(L, then: outcome, message: message)
+    }
+
+    /// Closes the coroutine, reports an error that one of its __close metamethods raised, and
+    /// ends the work; a watchdog stop inside a __close is handed on to the host.
+    private func closeThread(_ L: OpaquePointer, then outcome: Outcome, message: String?) -> CallOutcome {
         let status = lifeline_close_thread(L, thread)
         if status != LUA_OK {
             let result = plugin.outcome(status, L)

@@ -412,3 +412,74 @@ func asyncAPI_wrongArgument_raisesErrorNamingFunctionAndArgument(_ bad: BadCall)
     #expect(pluginErrors(recorder).first?.message == "(the error object's __tostring failed)")
     #expect(taskEvents(recorder) == ["taskBegan:1", "taskBegan:2", "taskEnded:1:false", "taskEnded:2:false"])
 }
+
+// MARK: - To-be-closed variables run on every path that ends the work
+
+/// A `<close>` variable that marks when it closes, with the error it closed on.
+private let closer = """
+    local function closer(label)
+      return setmetatable({}, {__close = function(_, err)
+        mark(label .. ':' .. (err == nil and 'clean' or (type(err) == 'table' and err.kind or tostring(err):match('[^:]*$'))))
+      end})
+    end
+
+    """
+
+@Test func background_closeVariablesRun_whenFnRaises() throws {
+    let source = closer + """
+        lifeline.background('boom', function()
+          local c <close> = closer('c')
+          lifeline.sleep(1)
+          error('broke')
+        end)
+        """
+    let recorder = try simulate(plugins(["p": source]))
+    #expect(marks(recorder) == ["c: broke"])
+    #expect(pluginErrors(recorder).count == 1)
+}
+
+@Test func background_closeVariablesRun_whenCancelledWhileWaiting() throws {
+    let source = closer + """
+        local t = lifeline.background('long', function()
+          local outer <close> = closer('outer')
+          do
+            local inner <close> = closer('inner')
+            lifeline.sleep(10)
+          end
+        end)
+        lifeline.after(1, function() t:cancel() end)
+        """
+    let recorder = try simulate(plugins(["p": source]), scenario: "0s launch\n20s terminate")
+    #expect(marks(recorder) == ["inner:cancelled", "outer:cancelled"])
+    #expect(pluginErrors(recorder).isEmpty)
+}
+
+@Test func background_closeVariablesRun_whenAnExpirationGoesUncaught() throws {
+    let source = closer + """
+        lifeline.on('didEnterBackground', function()
+          lifeline.background('forever', function()
+            local c <close> = closer('c')
+            while true do lifeline.sleep(5) end
+          end)
+        end)
+        """
+    let recorder = try simulate(plugins(["p": source]), scenario: "0s launch\n1s background")
+    #expect(marks(recorder) == ["c:expired"])
+    #expect(pluginErrors(recorder).isEmpty)
+    #expect(recorder.termination == nil)
+}
+
+@Test func background_anErrorInAClose_isReportedAndTheTaskStillEnds() throws {
+    let source = """
+        lifeline.background('bad close', function()
+          local c <close> = setmetatable({}, {__close = function() error('close failed') end})
+          error('first')
+        end)
+        """
+    let recorder = try simulate(plugins(["p": source]))
+    let messages = pluginErrors(recorder).map(\.message)
+    #expect(messages.count == 2, "\(messages)")
+    #expect(messages.first?.contains("first") == true)
+    #expect(messages.last?.contains("close failed") == true)
+    #expect(recorder.timeline.filter { $0.event == "taskEnded" }.count == 1)
+}

@@ -59,10 +59,12 @@ void lifeline_bridge_leave(lua_State *L);
 
 /// Resumes a host-run coroutine `co` of the state whose main thread is `L`, with the `nargs`
 /// values on top of co's stack, while telling the watchdog that co runs. Returns the status. On
-/// LUA_OK and LUA_YIELD, co's results are popped. On an error, the error value is moved to L.
+/// LUA_OK and LUA_YIELD, co's results are popped. On an error, a copy of the error value is
+/// pushed on L, and co keeps it for `lifeline_close_thread`.
 int lifeline_resume(lua_State *L, lua_State *co, int nargs);
-/// Closes a suspended or dead coroutine, running its pending to-be-closed variables while the
-/// watchdog knows it runs. Returns the status; on an error the error value is moved to L.
+/// Closes a suspended or dead coroutine, running its pending to-be-closed variables (with the
+/// error it died of, if any) while the watchdog knows it runs. Returns LUA_OK when they ran
+/// cleanly; otherwise the status of the error a __close raised, whose value is pushed on L.
 int lifeline_close_thread(lua_State *L, lua_State *co);
 /// Replaces the error value on top of L with "message\nstack traceback:\n..." for coroutine co.
 void lifeline_traceback_of(lua_State *L, lua_State *co);
