@@ -167,22 +167,24 @@ void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
     lua_pushcclosure(L, lifeline_trampoline, 1);  // stack: ..., closure
 }
 
-void lifeline_push_where_message(lua_State *L, const char *msg) {
-    luaL_where(L, 1);          // stack: ..., where
-    lua_pushstring(L, msg);    // stack: ..., where, msg
-    lua_concat(L, 2);          // stack: ..., full
+void lifeline_push_where_message(lua_State *L, const char *msg, size_t len) {
+    luaL_where(L, 1);              // stack: ..., where
+    lua_pushlstring(L, msg, len);  // stack: ..., where, msg
+    lua_concat(L, 2);              // stack: ..., full
 }
 
-void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg) {
-    luaL_where(L, 1);                                                    // stack: ..., where
-    lua_pushfstring(L, "bad argument #%d to '%s' (%s)", arg, fname, msg);  // stack: ..., where, msg
-    lua_concat(L, 2);                                                    // stack: ..., full
+void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg, size_t len) {
+    luaL_where(L, 1);                                              // stack: ..., where
+    lua_pushfstring(L, "bad argument #%d to '%s' (", arg, fname);  // stack: ..., where, head
+    lua_pushlstring(L, msg, len);                                  // stack: ..., where, head, msg
+    lua_pushliteral(L, ")");
+    lua_concat(L, 4);                                              // stack: ..., full
 }
 
 void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected) {
     const char *got = luaL_typename(L, arg);
     const char *msg = lua_pushfstring(L, "%s expected, got %s", expected, got);  // stack: ..., msg
-    lifeline_push_argerror(L, arg, fname, msg);                                   // stack: ..., msg, full
+    lifeline_push_argerror(L, arg, fname, msg, strlen(msg));                      // stack: ..., msg, full
     lua_remove(L, -2);                                                            // stack: ..., full
 }
 
@@ -971,11 +973,11 @@ static int lifeline_error_tostring(lua_State *L) {
     return 1;
 }
 
-void lifeline_push_error(lua_State *L, const char *kind, const char *message) {
+void lifeline_push_error(lua_State *L, const char *kind, const char *message, size_t len) {
     lua_createtable(L, 0, 3);
     lua_pushstring(L, kind);
     lua_setfield(L, -2, "kind");
-    lua_pushstring(L, message);
+    lua_pushlstring(L, message, len);
     lua_setfield(L, -2, "message");
     if (strcmp(kind, "expired") == 0 || strcmp(kind, "cancelled") == 0) {
         lua_pushboolean(L, 1);

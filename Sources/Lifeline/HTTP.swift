@@ -8,6 +8,15 @@ public struct HTTPHeader: Equatable, Sendable {
         self.name = name
         self.value = value
     }
+
+    /// Whether the pair can go on the wire as one header line: the name is an RFC 9110 token,
+    /// and the value holds no NUL, CR or LF (which would cut the line or start another).
+    public static func isValid(name: String, value: String) -> Bool {
+        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
+        return !name.isEmpty
+            && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || tokenPunctuation.contains($0) }
+            && !value.utf8.contains { $0 == 0 || $0 == 0x0D || $0 == 0x0A }
+    }
 }
 
 /// A request a plugin makes (issue 3): Lua's `lifeline.http.request{...}` and Swift's

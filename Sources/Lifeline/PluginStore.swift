@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// Why a store call failed; the message says what to do about it.
@@ -73,9 +74,10 @@ public final class PluginStore {
     /// The keys that start with `prefix`, in byte order.
     public func keys(prefix: String = "") throws(StoreError) -> [String] {
         var keys = try database.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT key FROM store WHERE plugin = ? AND key >= ? ORDER BY key",
-                arguments: [plugin, prefix])
+            try Data.fetchAll(
+                db, sql: "SELECT CAST(key AS BLOB) FROM store WHERE plugin = ? AND key >= CAST(? AS TEXT) ORDER BY key",
+                arguments: [plugin, PluginStore.bound(prefix)]
+            ).map { String(decoding: $0, as: UTF8.self) }
         }
         // Byte order, which is SQLite's BINARY order, puts every key with the prefix in one run.
         if let end = keys.firstIndex(where: { !$0.utf8.starts(with: prefix.utf8) }) { keys.removeSubrange(end...) }
@@ -153,7 +155,9 @@ public final class PluginStore {
         if let pending, let change = pending[Array(key.utf8)] { return change.text }
         let plugin = self.plugin
         return try database.read { db in
-            try String.fetchOne(db, sql: "SELECT value FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+            try String.fetchOne(
+                db, sql: "SELECT value FROM store WHERE plugin = ? AND key = CAST(? AS TEXT)",
+                arguments: [plugin, PluginStore.bound(key)])
         }
     }
 
@@ -184,11 +188,18 @@ public final class PluginStore {
     private static func write(_ db: Database, _ plugin: String, _ key: String, _ text: String?) throws {
         if let text {
             try db.execute(
-                sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, ?, ?)", arguments: [plugin, key, text])
+                sql: "INSERT OR REPLACE INTO store (plugin, key, value) VALUES (?, CAST(? AS TEXT), ?)",
+                arguments: [plugin, bound(key), text])
         } else {
-            try db.execute(sql: "DELETE FROM store WHERE plugin = ? AND key = ?", arguments: [plugin, key])
+            try db.execute(
+                sql: "DELETE FROM store WHERE plugin = ? AND key = CAST(? AS TEXT)", arguments: [plugin, bound(key)])
         }
     }
+
+    /// A key as its bytes, which SQL turns back into text with CAST(? AS TEXT). GRDB binds a Swift
+    /// string as a C string, which ends at the first NUL: "user\0alice" and "user\0bob" would be
+    /// one key. Keys are read back with CAST(key AS BLOB) for the same reason.
+    private static func bound(_ key: String) -> Data { Data(key.utf8) }
 
     private func check(_ key: String) throws(StoreError) {
         guard !key.isEmpty else { throw StoreError("a store key must not be empty") }

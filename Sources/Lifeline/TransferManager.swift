@@ -83,6 +83,10 @@ final class TransferManager {
         plugin: String, kind: TransferRecord.Kind, method: String, url: String, file: String, sha256: String?,
         tag: String?
     ) throws(TransferError) -> String {
+        // The ledger keeps these as SQLite text, and a file name is a C string: a NUL would cut them.
+        for (what, text) in [("URL", url), ("file name", file), ("id", tag ?? "")] where text.utf8.contains(0) {
+            throw TransferError("a transfer's \(what) must not contain a NUL byte")
+        }
         guard HTTPURL(url) != nil else { throw TransferError("'\(url)' is not an http:// or https:// URL") }
         if let sha256 {
             guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {

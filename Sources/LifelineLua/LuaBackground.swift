@@ -309,7 +309,7 @@ final class LuaBackgroundWork {
             if let handle = lifeline_to_task(L, -1) {
                 handle.pointee.outcome = outcome.rawValue
                 if let message {
-                    lua_pushstring(L, message)
+                    LuaModule.push(L, message)
                     lua_setiuservalue(L, -2, 1)
                 }
             }

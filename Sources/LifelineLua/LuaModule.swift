@@ -147,7 +147,9 @@ enum LuaModule {
         var name: String?
         var handlerIndex: Int32 = 2
         switch lua_type(L, 1) {
-        case LUA_TSTRING: name = String(string(L, 1).prefix(maximumNameLength))
+        case LUA_TSTRING:
+            guard let n = LuaModule.name(L, 1, arg: 1, fname) else { return LIFELINE_RAISE }
+            name = n
         case LUA_TNIL, LUA_TNONE: break
         case LUA_TFUNCTION: handlerIndex = 1  // beginBackgroundTask(onExpire)
         default: return typeError(L, 1, fname, "string or function")
@@ -196,7 +198,7 @@ enum LuaModule {
     /// lifeline.state() -> "inactive" | "active" | "background"
     static let state: lifeline_bridged = { L in
         guard let L else { return 0 }
-        lua_pushstring(L, context(L)?.1.state.rawValue ?? "inactive")
+        push(L, context(L)?.1.state.rawValue ?? "inactive")
         return 1
     }
 
@@ -255,7 +257,9 @@ enum LuaModule {
         let fname = "lifeline.background"
         var name: String?
         switch lua_type(L, 1) {
-        case LUA_TSTRING: name = String(string(L, 1).prefix(maximumNameLength))
+        case LUA_TSTRING:
+            guard let n = LuaModule.name(L, 1, arg: 1, fname) else { return LIFELINE_RAISE }
+            name = n
         case LUA_TNIL: break
         default: return typeError(L, 1, fname, "string")
         }
@@ -274,7 +278,7 @@ enum LuaModule {
             return 1
         }
         guard let co = lua_newthread(L), lua_checkstack(co, top + 2) != 0 else {
-            lua_pushstring(L, "lifeline.background: cannot create a coroutine")
+            push(L, "lifeline.background: cannot create a coroutine")
             return LIFELINE_RAISE
         }
         let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
@@ -356,13 +360,12 @@ enum LuaModule {
         guard lua_type(L, 1) == LUA_TTABLE else { return typeError(L, 1, fname, "table") }
         // Raw reads only: a metamethod could raise through this Swift frame.
         func field(_ key: String) -> Int32 {
-            lua_pushstring(L, key)
+            push(L, key)
             return lua_rawget(L, 1)
         }
-        guard field("url") == LUA_TSTRING, HTTPURL(string(L, -1)) != nil else {
+        guard field("url") == LUA_TSTRING, let url = text(L, -1), HTTPURL(url) != nil else {
             return argError(L, 1, fname, "field 'url' must be an absolute http:// or https:// URL")
         }
-        let url = string(L, -1)
         lifeline_pop(L, 1)
         var method = "GET"
         switch field("method") {
@@ -403,10 +406,18 @@ enum LuaModule {
         case LUA_TTABLE:
             lua_pushnil(L)
             while lua_next(L, -2) != 0 {
-                guard lua_type(L, -2) == LUA_TSTRING, lua_type(L, -1) == LUA_TSTRING else {
-                    return argError(L, 1, fname, "field 'headers' must map header names to strings")
+                guard lua_type(L, -2) == LUA_TSTRING, lua_type(L, -1) == LUA_TSTRING, let name = text(L, -2),
+                    let value = text(L, -1)
+                else {
+                    return argError(L, 1, fname, "field 'headers' must map header names to strings of UTF-8 text")
                 }
-                headers.append(HTTPHeader(string(L, -2), string(L, -1)))
+                guard HTTPHeader.isValid(name: name, value: value) else {
+                    return argError(
+                        L, 1, fname,
+                        "header '\(name)' is not a valid header line: a name is a token, and neither part may hold "
+                            + "a NUL, CR or LF byte")
+                }
+                headers.append(HTTPHeader(name, value))
                 lifeline_pop(L, 1)
             }
             // In name order, so the same plugin sends the same request on every run.
@@ -444,14 +455,14 @@ enum LuaModule {
             }
             lua_createtable(L, 0, Int32(merged.count))
             for (name, value) in merged {
-                lua_pushstring(L, value)
-                lua_setfield(L, -2, name)
+                push(L, value)
+                setField(L, name)
             }
             lua_setfield(L, -2, "headers")
             response.body.withUnsafeBufferPointer { buffer in
                 _ = buffer.baseAddress.map { p in
                     p.withMemoryRebound(to: CChar.self, capacity: buffer.count) { lua_pushlstring(L, $0, buffer.count) }
-                } ?? lua_pushstring(L, "")
+                } ?? lua_pushlstring(L, "", 0)
             }
             lua_setfield(L, -2, "body")
             return 1
@@ -511,13 +522,13 @@ enum LuaModule {
         lua_createtable(L, 0, Int32(table.entries.count))
         for entry in table.entries {
             push(L, entry.value)
-            lua_setfield(L, -2, entry.key)
+            setField(L, entry.key)
         }
     }
 
     private static func push(_ L: OpaquePointer, _ value: TOMLValue) {
         switch value {
-        case .string(let s): lua_pushstring(L, s)
+        case .string(let s): push(L, s)
         case .integer(let i): lua_pushinteger(L, lua_Integer(i))
         case .float(let d): lua_pushnumber(L, d)
         case .bool(let b): lua_pushboolean(L, b ? 1 : 0)

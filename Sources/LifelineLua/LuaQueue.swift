@@ -103,7 +103,7 @@ final class LuaOperation: QueueOperationBody {
             return 1
         }
         lua_pushboolean(L, 0)
-        lua_pushstring(L, why)
+        LuaModule.push(L, why)
         return 2
     }
 }
@@ -131,12 +131,12 @@ extension LuaModule {
         guard let L else { return 0 }
         let fname = "lifeline.queue"
         guard lua_type(L, 1) == LUA_TSTRING else { return typeError(L, 1, fname, "string") }
-        let name = String(string(L, 1).prefix(maximumNameLength))
+        guard let name = LuaModule.name(L, 1, arg: 1, fname, what: "a queue's name") else { return LIFELINE_RAISE }
         var maxConcurrent: Int?
         switch lua_type(L, 2) {
         case LUA_TNIL, LUA_TNONE: break
         case LUA_TTABLE:
-            lua_pushstring(L, "maxConcurrent")
+            LuaModule.push(L, "maxConcurrent")
             switch lua_rawget(L, 2) {
             case LUA_TNIL: break
             case LUA_TNUMBER:
@@ -177,7 +177,7 @@ extension LuaModule {
         }
         var spec = OperationSpec()
         func field(_ key: String) -> Int32 {
-            lua_pushstring(L, key)
+            LuaModule.push(L, key)
             return lua_rawget(L, idx)
         }
         func fail(_ message: String) -> OperationSpec? {
@@ -191,7 +191,11 @@ extension LuaModule {
         lifeline_pop(L, 1)
         switch field("name") {
         case LUA_TNIL: break
-        case LUA_TSTRING: spec.name = String(string(L, -1).prefix(maximumNameLength))
+        case LUA_TSTRING:
+            guard let name = LuaModule.text(L, -1), name.utf8.count <= maximumNameLength else {
+                return fail("field 'name' must be UTF-8 text of at most \(maximumNameLength) bytes")
+            }
+            spec.name = name
         default: return fail("field 'name' must be a string")
         }
         lifeline_pop(L, 1)
@@ -236,7 +240,7 @@ extension LuaModule {
         let isTable = lua_type(L, idx) == LUA_TTABLE
         // The run function on top.
         if isTable {
-            lua_pushstring(L, "run")
+            LuaModule.push(L, "run")
             lua_rawget(L, idx)
         } else {
             lua_pushvalue(L, idx)
@@ -250,7 +254,7 @@ extension LuaModule {
         let body = LuaOperation(plugin: plugin, context: context, run: run, handleRef: handleRef)
         var onTimeout: PluginCallback?
         if isTable {
-            lua_pushstring(L, "onTimeout")
+            LuaModule.push(L, "onTimeout")
             if lua_rawget(L, idx) != LUA_TNIL {
                 let fn = ref(L, plugin, -1)
                 onTimeout = { plugin.call(ref: fn.ref, argument: handleRef) }
@@ -290,7 +294,7 @@ extension LuaModule {
         switch lua_type(L, 3) {
         case LUA_TNIL, LUA_TNONE: break
         case LUA_TTABLE:
-            lua_pushstring(L, "wait")
+            LuaModule.push(L, "wait")
             wait = lua_rawget(L, 3) != LUA_TNIL && lua_toboolean(L, -1) != 0
             lifeline_pop(L, 1)
         default: return typeError(L, 3, fname, "table")

@@ -28,21 +28,13 @@ enum LuaStore {
         return LIFELINE_RAISE
     }
 
-    /// The Lua string at `idx` if it is valid UTF-8: keys and stored strings are JSON text, and
-    /// bytes replaced on the way in would read back as other bytes.
-    static func utf8String(_ L: OpaquePointer, _ idx: Int32) -> String? {
-        var len = 0
-        guard let p = lua_tolstring(L, idx, &len) else { return nil }
-        return String(validating: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
-    }
-
     /// The key at argument 1: a string of valid UTF-8. Otherwise pushes why and returns nil.
     private static func keyArgument(_ L: OpaquePointer, _ fname: String) -> String? {
         guard lua_type(L, 1) == LUA_TSTRING else {
             lifeline_push_typeerror(L, 1, fname, "string")
             return nil
         }
-        guard let key = utf8String(L, 1) else {
+        guard let key = LuaModule.text(L, 1) else {
             lifeline_push_argerror(L, 1, fname, "a key must be valid UTF-8")
             return nil
         }
@@ -109,7 +101,7 @@ enum LuaStore {
         var prefix = ""
         switch lua_type(L, 1) {
         case LUA_TSTRING:
-            guard let p = utf8String(L, 1) else { return LuaModule.argError(L, 1, fname, "a prefix must be valid UTF-8") }
+            guard let p = LuaModule.text(L, 1) else { return LuaModule.argError(L, 1, fname, "a prefix must be valid UTF-8") }
             prefix = p
         case LUA_TNONE, LUA_TNIL: break
         default: return LuaModule.typeError(L, 1, fname, "string")
@@ -184,7 +176,7 @@ enum LuaStore {
         case LUA_TNIL: return .null
         case LUA_TBOOLEAN: return .bool(lua_toboolean(L, idx) != 0)
         case LUA_TSTRING:
-            guard let s = utf8String(L, idx) else {
+            guard let s = LuaModule.text(L, idx) else {
                 throw StoreError("cannot store a string that is not valid UTF-8 (encode binary data first)")
             }
             return .string(s)
@@ -216,7 +208,7 @@ enum LuaStore {
                     throw error
                 }
                 if keyType == LUA_TSTRING {
-                    guard let key = utf8String(L, -2) else {
+                    guard let key = LuaModule.text(L, -2) else {
                         lifeline_pop(L, 2)
                         throw StoreError("cannot store a table with a key that is not valid UTF-8")
                     }

@@ -13,11 +13,15 @@ enum LuaTransfers {
     /// Reads string field `key` of the table at 1 (raw: no metamethod runs). nil when absent;
     /// `.failure` with the message when it is not a string.
     private static func field(_ L: OpaquePointer, _ key: String) -> Result<String?, LuaArgumentError> {
-        lua_pushstring(L, key)
+        LuaModule.push(L, key)
         defer { lifeline_pop(L, 1) }
         switch lua_rawget(L, 1) {
         case LUA_TNIL: return .success(nil)
-        case LUA_TSTRING: return .success(LuaModule.string(L, -1))
+        case LUA_TSTRING:
+            guard let text = LuaModule.text(L, -1) else {
+                return .failure(LuaArgumentError(message: "field '\(key)' must be UTF-8 text"))
+            }
+            return .success(text)
         default: return .failure(LuaArgumentError(message: "field '\(key)' must be a string"))
         }
     }
@@ -62,7 +66,7 @@ enum LuaTransfers {
         else { return LIFELINE_RAISE }
         do throws(TransferError) {
             let id = try context.download(url: f["url"]!, to: f["to"]!, sha256: f["sha256"], id: f["id"])
-            lua_pushstring(L, id)
+            LuaModule.push(L, id)
             return 1
         } catch {
             return raise(L, fname, error)
@@ -78,7 +82,7 @@ enum LuaTransfers {
         else { return LIFELINE_RAISE }
         do throws(TransferError) {
             let id = try context.upload(url: f["url"]!, from: f["from"]!, method: f["method"] ?? "PUT", id: f["id"])
-            lua_pushstring(L, id)
+            LuaModule.push(L, id)
             return 1
         } catch {
             return raise(L, fname, error)
@@ -105,8 +109,8 @@ enum LuaTransfers {
             ]
             for (key, value) in strings {
                 guard let value else { continue }
-                lua_pushstring(L, value)
-                lua_setfield(L, -2, key)
+                LuaModule.push(L, value)
+                LuaModule.setField(L, key)
             }
             lua_pushinteger(L, lua_Integer(record.received))
             lua_setfield(L, -2, "received")

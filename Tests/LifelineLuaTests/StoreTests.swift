@@ -205,3 +205,24 @@ func store_badInput_isALuaErrorThatSaysWhy(_ call: String, _ expected: String) t
     #expect(result.first == "false")
     #expect(result.last?.contains(expected) == true, "\(result)")
 }
+
+@Test func store_keysThatDifferAfterANUL_stayApart_andSurviveAnotherHost() throws {
+    let writer = """
+        local s = lifeline.store
+        s.set('user\\0alice', 'A'); s.set('user\\0bob', 'B'); s.set('user', 'plain')
+        lifeline.store.transaction(function() s.set('tx\\0one', 1); s.set('tx\\0two', 2) end)
+        """
+    let reader = """
+        local s = lifeline.store
+        mark(s.get('user\\0alice') .. s.get('user\\0bob') .. s.get('user') .. s.get('tx\\0one') .. s.get('tx\\0two'))
+        local keys = s.keys('user\\0')
+        mark(#keys .. ':' .. (keys[1] == 'user\\0alice' and 'alice' or '?') .. ',' .. (keys[2] == 'user\\0bob' and 'bob' or '?'))
+        mark(tostring(s.delete('user\\0alice')) .. ',' .. tostring(s.get('user\\0bob')) .. ',' .. #s.keys())
+        """
+    try withDatabase { database in
+        _ = try simulate(plugins(["p": writer]), database: database)
+        let recorder = try simulate(plugins(["p": reader]), database: database)
+        #expect(pluginErrors(recorder).isEmpty, "\(pluginErrors(recorder))")
+        #expect(marks(recorder) == ["ABplain12", "2:alice,bob", "true,B,4"])
+    }
+}

@@ -72,9 +72,9 @@ void lifeline_traceback_of(lua_State *L, lua_State *co);
 /// Pushes a Swift function as a Lua C closure whose only upvalue is the function pointer.
 void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
 /// Pushes `msg` prefixed with where the running Lua function was called, as luaL_error does.
-void lifeline_push_where_message(lua_State *L, const char *msg);
+void lifeline_push_where_message(lua_State *L, const char *msg, size_t len);
 /// Pushes the message luaL_argerror would raise, without raising it.
-void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg);
+void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg, size_t len);
 /// Pushes the message luaL_typeerror would raise, without raising it.
 void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected);
 
@@ -186,7 +186,7 @@ LifelineTaskHandle *lifeline_to_task(lua_State *L, int idx);
 /// Pushes the error value of a failed wait or request: a table {kind = kind, message = message},
 /// with `expired = true` or `cancelled = true` for those kinds, and a __tostring that gives the
 /// message (allocates: call with the cap lifted).
-void lifeline_push_error(lua_State *L, const char *kind, const char *message);
+void lifeline_push_error(lua_State *L, const char *kind, const char *message, size_t len);
 /// Whether the value at `idx` is an error value the host raised to interrupt a wait (expired or
 /// cancelled).
 int lifeline_is_interruption(lua_State *L, int idx);
