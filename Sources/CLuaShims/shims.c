@@ -81,6 +81,32 @@ void lifeline_control_set_owner(LifelineControl *c, void *owner) { c->owner = ow
 size_t lifeline_memory_used(LifelineControl *c) { return c->used; }
 size_t lifeline_memory_limit(LifelineControl *c) { return c->limit; }
 
+/// Whether `bytes` more fit under the cap (no overflow, whatever `bytes` is).
+static int lifeline_fits(LifelineControl *c, size_t bytes) { return c->used <= c->limit && bytes <= c->limit - c->used; }
+
+int lifeline_charge(LifelineControl *c, size_t bytes) {
+    if (!lifeline_fits(c, bytes)) {
+        // What the state holds may be mostly garbage: collect it, as Lua does before it gives up.
+        if (lua_gc(c->main, LUA_GCCOLLECT) < 0) return 0;  // called from a finalizer: no collection
+        if (!lifeline_fits(c, bytes)) return 0;
+    }
+    c->used += bytes;
+    return 1;
+}
+
+void lifeline_uncharge(LifelineControl *c, size_t bytes) { c->used -= bytes < c->used ? bytes : c->used; }
+
+/// Raises LUA_ERRMEM, Lua's own "not enough memory": an allocation the cap refuses. (lua_error
+/// would raise a runtime error with that text, which is not the same to pcall's caller.)
+static int lifeline_raise_nomem(lua_State *L) {
+    LifelineControl *c = lifeline_control_of(L);
+    lua_newuserdatauv(L, c->limit + 1, 0);  // the allocator refuses it: Lua raises LUA_ERRMEM
+    return 0;                               // not reached
+}
+
+static char lifeline_nomem_key;
+void lifeline_push_nomem(lua_State *L) { lua_pushlightuserdata(L, &lifeline_nomem_key); }
+
 int lifeline_take_deep_oom(LifelineControl *c) {
     int deep = c->deep_oom;
     c->deep_oom = 0;
@@ -140,6 +166,7 @@ static int lifeline_wait_k(lua_State *L, int status, lua_KContext ctx) {
     (void)status;
     int base = (int)ctx;
     if (!lua_toboolean(L, base + 1)) {
+        if (lua_touserdata(L, base + 2) == &lifeline_nomem_key) return lifeline_raise_nomem(L);
         lua_settop(L, base + 2);
         return lua_error(L);
     }
@@ -158,6 +185,7 @@ static int lifeline_trampoline(lua_State *L) {
     // No cap check here: the call's effects (a task begun, a timer set) have happened, and an
     // error now would lose the id that undoes them. The next allocation Lua makes is checked.
     if (n == LIFELINE_RAISE) return lua_error(L);  // the message is on top
+    if (n == LIFELINE_NOMEM) return lifeline_raise_nomem(L);
     if (n == LIFELINE_YIELD) return lua_yieldk(L, 0, (lua_KContext)lua_gettop(L), lifeline_wait_k);
     return n;
 }

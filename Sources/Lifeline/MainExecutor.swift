@@ -22,7 +22,6 @@ public final class MainExecutor {
         var due: HostTime
         var seq: UInt64
         var owner: Owner
-        var body: () -> Void
         func runsBefore(_ other: Job) -> Bool {
             if time != other.time { return time < other.time }
             if due != other.due { return due < other.due }
@@ -39,8 +38,9 @@ public final class MainExecutor {
     private var heap: [Job] = []
     private var held: [Job] = []
     private var cancelled: Set<UInt64> = []
-    /// Jobs queued or held, so cancelling one that already ran leaves nothing behind.
-    private var pending: Set<UInt64> = []
+    /// The bodies of jobs queued or held, by sequence number: cancelling a job frees its body (and
+    /// all it captured) at once, and cancelling one that already ran leaves nothing behind.
+    private var bodies: [UInt64: () -> Void] = [:]
     private var nextSeq: UInt64 = 0
 
     /// Whether app jobs may run now; the host says no while the app is suspended (SPEC 3).
@@ -57,9 +57,9 @@ public final class MainExecutor {
     /// Schedules `body` at `time` (the next turn, if that is now or past).
     @discardableResult
     public func schedule(at time: HostTime, owner: Owner = .host, _ body: @escaping () -> Void) -> JobID {
-        let job = Job(time: time, due: time, seq: nextSeq, owner: owner, body: body)
+        let job = Job(time: time, due: time, seq: nextSeq, owner: owner)
         nextSeq += 1
-        pending.insert(job.seq)
+        bodies[job.seq] = body
         if laneHead == lane.count || !job.runsBefore(lane[lane.count - 1]!) {
             lane.append(job)
         } else {
@@ -73,7 +73,23 @@ public final class MainExecutor {
 
     /// Cancels a job that has not run yet; harmless otherwise.
     public func cancel(_ id: JobID) {
-        if pending.remove(id.seq) != nil { cancelled.insert(id.seq) }
+        guard bodies.removeValue(forKey: id.seq) != nil else { return }
+        cancelled.insert(id.seq)
+        compactIfMostlyCancelled()
+    }
+
+    /// A cancelled job's entry stays queued until it comes up; when most entries are cancelled
+    /// ones, they are dropped, so a plugin that starts and cancels timers forever cannot make the
+    /// queue grow without bound.
+    private func compactIfMostlyCancelled() {
+        let queued = heap.count + (lane.count - laneHead) + held.count
+        guard cancelled.count > 1024, cancelled.count * 2 > queued else { return }
+        let live = { (job: Job) in !self.cancelled.contains(job.seq) }
+        heap = heap.filter(live).sorted { $0.runsBefore($1) }  // a sorted array is a heap
+        lane = lane[laneHead...].compactMap { $0 }.filter(live).map { Optional($0) }
+        laneHead = 0
+        held = held.filter(live)
+        cancelled.removeAll()
     }
 
     /// Puts held app jobs back in the queue, to run now in the order they fell due.
@@ -108,8 +124,8 @@ public final class MainExecutor {
                 continue
             }
             let job = popNext()
-            pending.remove(job.seq)
-            job.body()
+            guard let body = bodies.removeValue(forKey: job.seq) else { continue }
+            body()
             afterJob()
         }
     }
@@ -128,7 +144,7 @@ public final class MainExecutor {
                     held.append(popNext())
                     continue
                 case .drop:
-                    pending.remove(popNext().seq)
+                    bodies.removeValue(forKey: popNext().seq)
                     continue
                 }
             }

@@ -76,6 +76,10 @@ final class TransferManager {
         pump()
     }
 
+    /// The most unfinished transfers the host keeps for one plugin: their records live in the
+    /// host, not in the plugin's state, so this bounds what one plugin can make the host hold.
+    public static let maximumUnfinishedPerPlugin = 1000
+
     /// Starts a download or upload for `plugin`. The file name is checked against the plugin's
     /// folder; the URL must be http(s). With `tag`, an unfinished transfer of the plugin's with
     /// that id is returned as it is, not started twice.
@@ -101,6 +105,11 @@ final class TransferManager {
             if let existing = live.values.first(where: { $0.plugin == plugin && $0.tag == tag }) {
                 return existing.publicID
             }
+        }
+        guard live.values.lazy.filter({ $0.plugin == plugin }).count < TransferManager.maximumUnfinishedPerPlugin else {
+            throw TransferError(
+                "plugin '\(plugin)' has \(TransferManager.maximumUnfinishedPerPlugin) unfinished transfers, the most "
+                    + "the host keeps for one plugin; wait for some to finish or cancel them")
         }
         let path = try TransferPath.resolve(file, in: folder(of: plugin))
         if kind == .download, live.values.contains(where: { $0.plugin == plugin && $0.kind == .download && $0.file == path.name }) {

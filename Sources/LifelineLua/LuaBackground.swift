@@ -65,6 +65,9 @@ final class LuaBackgroundWork {
     let thread: OpaquePointer
     private let threadRef: Int32
     private let handleRef: Int32
+    /// What the host keeps for a `lifeline.background` work, counted against the cap until the
+    /// work is freed (an operation's is its queue's).
+    private let charge: HostCharge?
     private var phase: Phase
     private var started = false
     private(set) var interruption: Interruption?
@@ -86,8 +89,9 @@ final class LuaBackgroundWork {
     ///   first); `threadRef` and `handleRef` are registry references this object releases.
     init(
         taskID: Int?, number: Int, name: String?, plugin: LuaPlugin, context: PluginContext,
-        thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32
+        thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32, charge: HostCharge? = nil
     ) {
+        self.charge = charge
         self.taskID = taskID
         self.number = number
         self.name = name
@@ -216,6 +220,23 @@ final class LuaBackgroundWork {
             lua_pushboolean(L, 1)
             return push(L) + 1
         }
+    }
+
+    /// `true, results...` when `bytes` (what pushing the results allocates, about) fit under the
+    /// plugin's cap; otherwise the waiting call raises Lua's memory error.
+    static func results(fitting bytes: Int, _ push: @escaping (OpaquePointer) -> Int32) -> Push {
+        { L in
+            guard LuaPlugin.from(L).fits(bytes) else { return outOfMemory(L) }
+            lua_pushboolean(L, 1)
+            return push(L) + 1
+        }
+    }
+
+    /// `false` and the marker that makes the waiting call raise Lua's memory error.
+    static func outOfMemory(_ L: OpaquePointer) -> Int32 {
+        lua_pushboolean(L, 0)
+        lifeline_push_nomem(L)
+        return 2
     }
 
     /// `false, err`: the waiting call raises err.

@@ -114,8 +114,11 @@ enum LuaModule {
         return String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
     }
 
-    static func ref(_ L: OpaquePointer, _ plugin: LuaPlugin, _ idx: Int32) -> LuaRef {
-        LuaRef(plugin: plugin, ref: lifeline_ref_function(L, idx))
+    /// A reference to the function at `idx` for the host to keep, counted against the plugin's cap;
+    /// nil when it does not fit (the caller returns LIFELINE_NOMEM).
+    static func ref(_ L: OpaquePointer, _ plugin: LuaPlugin, _ idx: Int32) -> LuaRef? {
+        guard let charge = HostCharge(plugin, bytes: LuaPlugin.recordBytes) else { return nil }
+        return LuaRef(plugin: plugin, ref: lifeline_ref_function(L, idx), charge: charge)
     }
 
     // MARK: - Functions
@@ -132,7 +135,7 @@ enum LuaModule {
         }
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
         guard let (plugin, context) = context(L) else { return 0 }
-        let fn = ref(L, plugin, 2)
+        guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
         // The closure holds the plugin strongly: the host drops it before it closes the plugin,
         // and the plugin holds nothing of the host's, so there is no cycle.
         let id = context.subscribe(event, handler: { e in plugin.call(ref: fn.ref, event: e) })
@@ -163,7 +166,7 @@ enum LuaModule {
         }
         var handler: PluginCallback?
         if lifeline_isfunction(L, handlerIndex) != 0 {
-            let fn = ref(L, plugin, handlerIndex)
+            guard let fn = ref(L, plugin, handlerIndex) else { return LIFELINE_NOMEM }
             handler = { plugin.call(ref: fn.ref, event: nil) }
         }
         let id = context.beginBackgroundTask(name: name, expirationHandler: handler)
@@ -228,7 +231,7 @@ enum LuaModule {
         }
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
         guard let (plugin, context) = context(L) else { return 0 }
-        let fn = ref(L, plugin, 2)
+        guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
         let id = context.startTimer(after: seconds, callback: { plugin.call(ref: fn.ref, event: nil) })
         lifeline_push_handle(L, timerHandle, lua_Integer(id))
         return 1
@@ -265,6 +268,8 @@ enum LuaModule {
         }
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
         guard let (plugin, context) = context(L) else { return 0 }
+        // The work, its task and its waits: what the host keeps while it runs.
+        guard let charge = HostCharge(plugin, bytes: 2 * LuaPlugin.recordBytes) else { return LIFELINE_NOMEM }
         let top = lua_gettop(L)
         final class Box { weak var work: LuaBackgroundWork? }
         let box = Box()
@@ -297,7 +302,7 @@ enum LuaModule {
         }
         let work = LuaBackgroundWork(
             taskID: id, number: id, name: name, plugin: plugin, context: context, thread: co,
-            threadRef: threadRef, handleRef: handleRef, arguments: 1 + max(0, top - 2))
+            threadRef: threadRef, handleRef: handleRef, arguments: 1 + max(0, top - 2), charge: charge)
         box.work = work
         plugin.remember(work)
         work.start()
@@ -426,10 +431,22 @@ enum LuaModule {
         }
         lifeline_pop(L, 1)
         guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
-        guard let (_, context) = context(L) else { return 0 }
-        let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
+        guard let (plugin, context) = context(L) else { return 0 }
+        // The body the host sends is counted against the cap until the request ends, and the
+        // response may be no longer than what is left under the cap.
+        guard let bodyCharge = HostCharge(plugin, bytes: body.count) else { return LIFELINE_NOMEM }
+        let room = plugin.memoryRoom
+        var request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
+        let cappedByMemory = room < request.maximumBodyBytes
+        request.maximumBodyBytes = min(request.maximumBodyBytes, room)
         let waitID = context.http(request) { [weak work] result in
-            work?.deliver(LuaBackgroundWork.results { L in pushResult(L, result) })
+            withExtendedLifetime(bodyCharge) {}
+            if cappedByMemory, case .failure(let failure) = result, failure.kind == .tooLarge {
+                work?.deliver(LuaBackgroundWork.outOfMemory)
+                return
+            }
+            let size = (try? result.get()).map { r in r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.utf8.count + $1.value.utf8.count } } ?? 0
+            work?.deliver(LuaBackgroundWork.results(fitting: size) { L in pushResult(L, result) })
         }
         guard waitID != 0 else { return 0 }
         work.waiting(on: waitID)

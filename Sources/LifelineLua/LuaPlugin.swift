@@ -59,8 +59,35 @@ public final class LuaPlugin: PluginInstance {
     /// The plugin's state; nil once closed.
     var state: OpaquePointer? { control.flatMap { lifeline_control_state($0) } }
 
-    /// Bytes the plugin's state holds now.
+    /// Bytes the plugin's state holds now, with what the host keeps for it (`HostCharge`).
     public var memoryUsed: Int { control.map { Int(lifeline_memory_used($0)) } ?? 0 }
+
+    /// What the host keeps for each function a plugin hands it (the function's registry slot is
+    /// the state's own): the record, the closure around it, the executor's job, measured with
+    /// 100,000 timers: about 530 bytes each beyond the Lua side (see docs/guarantees.md).
+    static let recordBytes = 640
+
+    func charge(_ bytes: Int) -> Bool {
+        guard let control else { return false }
+        return lifeline_charge(control, bytes) != 0
+    }
+
+    func uncharge(_ bytes: Int) {
+        if let control { lifeline_uncharge(control, bytes) }
+    }
+
+    /// Whether `bytes` more would fit under the cap now (after a collection if need be).
+    func fits(_ bytes: Int) -> Bool {
+        guard charge(bytes) else { return false }
+        uncharge(bytes)
+        return true
+    }
+
+    /// Bytes left under the cap.
+    var memoryRoom: Int {
+        guard let control else { return 0 }
+        return max(0, Int(lifeline_memory_limit(control)) - Int(lifeline_memory_used(control)))
+    }
 
     public func start(_ context: PluginContext) -> CallOutcome {
         self.context = context
@@ -205,19 +232,41 @@ public final class LuaPlugin: PluginInstance {
 }
 
 /// A registry reference to a Lua function, released when the host drops the last closure that
-/// holds it. This is the one release of every function a plugin hands the host.
+/// holds it. This is the one release of every function a plugin hands the host. What the host
+/// keeps beside it (a timer, a subscription, an operation) is counted against the plugin's cap
+/// for as long as it lives.
 final class LuaRef {
     private weak var plugin: LuaPlugin?
     let ref: Int32
+    private let charge: HostCharge
 
-    init(plugin: LuaPlugin, ref: Int32) {
+    init(plugin: LuaPlugin, ref: Int32, charge: HostCharge) {
         self.plugin = plugin
         self.ref = ref
+        self.charge = charge
     }
 
     deinit {
         if let L = plugin?.state { lifeline_unref(L, ref) }
     }
+}
+
+/// Bytes the host keeps on a plugin's behalf (its records of timers, subscriptions, background
+/// works and operations, request bodies), counted against the plugin's memory cap beside what its
+/// Lua state allocates, from when this is made until it is freed. So a plugin with cap C cannot
+/// make the host hold more than C for it, whatever it asks the host to keep.
+final class HostCharge {
+    private weak var plugin: LuaPlugin?
+    private let bytes: Int
+
+    /// Nil when the bytes do not fit under the cap (the caller raises Lua's memory error).
+    init?(_ plugin: LuaPlugin, bytes: Int) {
+        guard plugin.charge(bytes) else { return nil }
+        self.plugin = plugin
+        self.bytes = bytes
+    }
+
+    deinit { plugin?.uncharge(bytes) }
 }
 
 /// Stops a plugin's Lua code from the watchdog's thread (W2).

@@ -233,7 +233,8 @@ extension LuaModule {
         return spec
     }
 
-    /// Makes the operation at `idx` (already read by `readSpec`): its handle, its coroutine.
+    /// Makes the operation at `idx` (already read by `readSpec`): its handle, its coroutine. Nil,
+    /// making nothing, when what the host keeps for it does not fit under the plugin's cap.
     private static func makeOperation(
         _ L: OpaquePointer, _ idx: Int32, _ spec: OperationSpec, _ plugin: LuaPlugin, _ context: PluginContext
     ) -> (QueueOperation, LuaOperation)? {
@@ -248,19 +249,21 @@ extension LuaModule {
         let takesOperation = lifeline_takes_arguments(L, -1) != 0
         let run = ref(L, plugin, -1)
         lifeline_pop(L, 1)
+        var timeoutHandler: LuaRef?
+        if isTable {
+            LuaModule.push(L, "onTimeout")
+            if lua_rawget(L, idx) != LUA_TNIL { timeoutHandler = ref(L, plugin, -1) ?? nil }
+            let missing = timeoutHandler == nil && lua_type(L, -1) != LUA_TNIL
+            lifeline_pop(L, 1)
+            if missing { return nil }
+        }
+        // Nothing is made until both references fit under the cap.
+        guard let run else { return nil }
         let id = context.makeOperationID()
         lifeline_push_operation(L, lua_Integer(id), spec.name)
         let handleRef = luaL_ref(L, lifeline_registryindex())
         let body = LuaOperation(plugin: plugin, context: context, run: run, handleRef: handleRef)
-        var onTimeout: PluginCallback?
-        if isTable {
-            LuaModule.push(L, "onTimeout")
-            if lua_rawget(L, idx) != LUA_TNIL {
-                let fn = ref(L, plugin, -1)
-                onTimeout = { plugin.call(ref: fn.ref, argument: handleRef) }
-            }
-            lifeline_pop(L, 1)
-        }
+        let onTimeout: PluginCallback? = timeoutHandler.map { fn in { plugin.call(ref: fn.ref, argument: handleRef) } }
         let op = QueueOperation(
             id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !takesOperation, context: context,
             onTimeout: onTimeout, body: body)
@@ -275,7 +278,7 @@ extension LuaModule {
         let fname = "add"
         guard let (plugin, queue) = queue(L, fname) else { return LIFELINE_RAISE }
         guard let spec = readSpec(L, 2, fname, arg: 1) else { return LIFELINE_RAISE }
-        guard let (op, body) = makeOperation(L, 2, spec, plugin, queue.context) else { return 0 }
+        guard let (op, body) = makeOperation(L, 2, spec, plugin, queue.context) else { return LIFELINE_NOMEM }
         lua_rawgeti(L, lifeline_registryindex(), lua_Integer(body.handleRef))  // before a drop releases it
         if case .dropped = queue.core.add(op, unique: spec.unique) {
             lifeline_pop(L, 1)
@@ -316,6 +319,8 @@ extension LuaModule {
         }
         let work = wait ? waitingWork(L, "addSequential with wait = true") : nil
         if wait && work == nil { return LIFELINE_RAISE }
+        // All or none: what the host keeps for every operation must fit before the first is made.
+        guard HostCharge(plugin, bytes: Int(n) * 2 * LuaPlugin.recordBytes) != nil else { return LIFELINE_NOMEM }
         lua_createtable(L, n, 0)  // the handles
         let list = lua_gettop(L)
         var ops: [QueueOperation] = []
@@ -387,7 +392,7 @@ extension LuaModule {
                     + QueueEvent.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
         }
         guard lifeline_isfunction(L, 3) != 0 else { return typeError(L, 3, fname, "function") }
-        let fn = ref(L, plugin, 3)
+        guard let fn = ref(L, plugin, 3) else { return LIFELINE_NOMEM }
         queue.core.on(event, context: queue.context) { plugin.call(ref: fn.ref, event: nil) }
         return 0
     }

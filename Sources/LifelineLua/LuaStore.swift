@@ -41,6 +41,21 @@ enum LuaStore {
         return key
     }
 
+    /// What a Lua string's header, a table and a table slot take in a state, about (64-bit Lua 5.4:
+    /// 24 + 1 bytes per string header, 56 per table, 16 per array slot and 32 per hash node).
+    static let stringBytes = 32, tableBytes = 64, slotBytes = 32
+
+    /// About what pushing `value` allocates in the state; a little more, never less.
+    static func footprint(_ value: JSONValue) -> Int {
+        switch value {
+        case .null, .bool, .int, .number: return 0
+        case .string(let s): return stringBytes + s.utf8.count
+        case .array(let items): return items.reduce(tableBytes) { $0 + slotBytes + footprint($1) }
+        case .object(let fields):
+            return fields.reduce(tableBytes) { $0 + slotBytes + stringBytes + $1.0.utf8.count + footprint($1.1) }
+        }
+    }
+
     /// lifeline.store.get(key) -> value | nil
     static let get: lifeline_bridged = { L in
         guard let L else { return 0 }
@@ -52,6 +67,8 @@ enum LuaStore {
                 lua_pushnil(L)
                 return 1
             }
+            // Pushed with the cap lifted, so it must fit before the first byte is pushed.
+            guard LuaPlugin.from(L).fits(footprint(value)) else { return LIFELINE_NOMEM }
             return push(L, value) ? 1 : raise(L, fname, StoreError("the value of '\(key)' nests too deep"))
         } catch {
             return raise(L, fname, error)
@@ -109,6 +126,8 @@ enum LuaStore {
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
         do throws(StoreError) {
             let keys = try store.keys(prefix: prefix)
+            let size = keys.reduce(LuaStore.tableBytes) { $0 + LuaStore.stringBytes + LuaStore.slotBytes + $1.utf8.count }
+            guard LuaPlugin.from(L).fits(size) else { return LIFELINE_NOMEM }
             lua_createtable(L, Int32(clamping: keys.count), 0)  // stack: ..., keys
             for (i, key) in keys.enumerated() {
                 lua_pushlstring(L, key, key.utf8.count)

@@ -100,6 +100,11 @@ enum LuaTransfers {
         } catch {
             return raise(L, fname, error)
         }
+        let size = records.reduce(LuaStore.tableBytes) { total, r in
+            total + LuaStore.tableBytes + 8 * (LuaStore.slotBytes + LuaStore.stringBytes) + r.url.utf8.count
+                + r.file.utf8.count + (r.reason?.utf8.count ?? 0) + r.publicID.utf8.count
+        }
+        guard LuaPlugin.from(L).fits(size) else { return LIFELINE_NOMEM }
         lua_createtable(L, Int32(records.count), 0)
         for (i, record) in records.enumerated() {
             lua_createtable(L, 0, 8)

@@ -18,8 +18,13 @@
 /// and the rest are the call's results; or false, and the second value is raised as an error.
 #define LIFELINE_YIELD (-2)
 
-/// A Swift function bridged to Lua. It returns the number of results, LIFELINE_RAISE or
-/// LIFELINE_YIELD.
+/// Returned by a bridged Swift function to raise Lua's own memory error ("not enough memory",
+/// LUA_ERRMEM), as when the plugin's own allocation passes its cap: what the call needed the host
+/// to keep would not fit under the cap.
+#define LIFELINE_NOMEM (-3)
+
+/// A Swift function bridged to Lua. It returns the number of results, LIFELINE_RAISE,
+/// LIFELINE_YIELD or LIFELINE_NOMEM.
 typedef int (*lifeline_bridged)(lua_State *L);
 
 /// One plugin's control block: its lua_State, its memory accounting and its preemption flag.
@@ -56,6 +61,16 @@ void lifeline_preempt_clear(LifelineControl *c);
 /// lifeline_bridge_leave.
 void lifeline_bridge_enter(lua_State *L);
 void lifeline_bridge_leave(lua_State *L);
+
+/// Counts `bytes` that the host keeps for the plugin against its cap, beside what its state
+/// allocates. Returns 1, or 0 (counting nothing) when they would pass the cap even after a full
+/// garbage collection.
+int lifeline_charge(LifelineControl *c, size_t bytes);
+/// Gives back bytes counted by `lifeline_charge`.
+void lifeline_uncharge(LifelineControl *c, size_t bytes);
+/// Pushes the value that makes a waiting call raise Lua's memory error when the host resumes it
+/// with `false` and this value (see LIFELINE_YIELD).
+void lifeline_push_nomem(lua_State *L);
 
 /// Resumes a host-run coroutine `co` of the state whose main thread is `L`, with the `nargs`
 /// values on top of co's stack, while telling the watchdog that co runs. Returns the status. On
