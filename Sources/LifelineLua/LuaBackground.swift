@@ -125,10 +125,19 @@ final class LuaBackgroundWork {
     }
 
     private func schedule() {
+        // Only the latest job runs the slice: an interruption reschedules a queued resume under
+        // the shorter expiration-handler limit, and the job queued before it then does nothing.
+        latestSlice += 1
+        let slice = latestSlice
         context.enqueue(handler: handlerName, limit: interruption == nil ? .transition : .expirationHandler) {
-            [weak self] in self?.runPending() ?? .returned
+            [weak self] in
+            guard let self, slice == latestSlice else { return .returned }
+            return runPending()
         }
     }
+
+    /// Numbers the jobs `schedule` queues; see there.
+    private var latestSlice = 0
 
     private func runPending() -> CallOutcome {
         guard case .pending(let push) = phase, let L = plugin.state else { return .returned }
@@ -275,6 +284,7 @@ final class LuaBackgroundWork {
             finish(reason.outcome, message: nil)
         case .pending:
             phase = .pending(LuaBackgroundWork.raising(reason.kind, interruptionMessage))
+            schedule()  // under the expiration handler's limit, not the slice's
         case .waiting(let waitID):
             if let waitID { context.cancelWait(waitID, recording: reason.kind) }
             stopWaitingOnTask()

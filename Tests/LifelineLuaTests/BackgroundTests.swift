@@ -483,3 +483,24 @@ private let closer = """
     #expect(messages.last?.contains("close failed") == true)
     #expect(recorder.timeline.filter { $0.event == "taskEnded" }.count == 1)
 }
+
+@Test func background_cancelWhileAResumeIsQueued_runsTheRestUnderTheExpirationHandlerLimit() throws {
+    // a's sleep ends first, so its resume is queued when b's timer cancels it at the same instant:
+    // from then on a runs as cleanup, under the expiration handler's limit, not a slice's.
+    let source = """
+        local a = lifeline.background('a', function()
+          local ok = pcall(lifeline.sleep, 1)
+          mark('a woke: ' .. tostring(ok))
+          while true do end
+        end)
+        lifeline.background('b', function()
+          lifeline.after(1, function() a:cancel() end)
+        end)
+        """
+    let recorder = try simulate(
+        plugins(["p": source]), scenario: "0s launch\n5s terminate", profile: profile(transition: 30, expiration: 0.2))
+    #expect(marks(recorder) == ["a woke: false"])
+    #expect(recorder.termination?.kind == .watchdog)
+    let reason = recorder.termination?.reason ?? ""
+    #expect(reason.contains("0.2"), "\(reason)")
+}
