@@ -351,10 +351,40 @@ static int lifeline_auxresume(lua_State *L, lua_State *co, int narg) {
     return -1;
 }
 
+#define LIFELINE_HOST_THREADS "lifeline.hostthreads"
+
+void lifeline_mark_host_thread(lua_State *L, lua_State *co) {
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_HOST_THREADS);  // stack: ..., threads
+    lua_pushthread(co);                                          // pushed on co, moved below
+    lua_xmove(co, L, 1);                                         // stack: ..., threads, co
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);                                           // stack: ..., threads
+    lua_pop(L, 1);
+}
+
+/// The coroutine argument of a coroutine function; a coroutine the host runs (a background work,
+/// an operation) is refused: resuming it would end the host's wait early with made-up results,
+/// and closing it would end the work behind the host's back.
 static lua_State *lifeline_getco(lua_State *L) {
     lua_State *co = lua_tothread(L, 1);
     luaL_argexpected(L, co, 1, "coroutine");
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_HOST_THREADS);
+    lua_pushvalue(L, 1);
+    int hostRun = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 2);
+    if (hostRun) {
+        luaL_error(L, "this coroutine is run by the host (lifeline.background or a queue's operation): "
+                      "only the host may resume or close it; wait for it with task:wait() or stop it with task:cancel()");
+    }
     return co;
+}
+
+static int lifeline_coclose(lua_State *L) {
+    lifeline_getco(L);  // refuses a host-run coroutine
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
 }
 
 static int lifeline_coresume(lua_State *L) {
@@ -673,6 +703,16 @@ static int lifeline_open_sandbox_protected(lua_State *L) {
     lua_setfield(L, -2, "resume");
     lua_pushcfunction(L, lifeline_cowrap);
     lua_setfield(L, -2, "wrap");
+    lua_getfield(L, -1, "close");
+    lua_pushcclosure(L, lifeline_coclose, 1);
+    lua_setfield(L, -2, "close");
+    // Threads the host runs, as weak keys: a finished one goes with the garbage.
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_HOST_THREADS);
     lua_pop(L, 1);                                // stack: ..., _G
 
     // require: `lifeline` and the plugin's own folder, nothing else.

@@ -201,6 +201,16 @@ final class LuaBackgroundWork {
         return false
     }
 
+    /// Whether this work waits, through `task:wait()` calls, for `other` (or is it).
+    func waitsFor(_ other: LuaBackgroundWork) -> Bool {
+        var current: LuaBackgroundWork? = self
+        while let work = current {
+            if work === other { return true }
+            current = work.waitingOn
+        }
+        return false
+    }
+
     /// Called by `task:wait()`, inside this coroutine, before it yields.
     func waiting(for other: LuaBackgroundWork) {
         phase = .waiting(waitID: nil)

@@ -286,6 +286,7 @@ enum LuaModule {
             push(L, "lifeline.background: cannot create a coroutine")
             return LIFELINE_RAISE
         }
+        lifeline_mark_host_thread(L, co)
         let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
         lifeline_push_task(L, lua_Integer(id))                   // stack: args..., handle
         lua_pushvalue(L, -1)
@@ -522,6 +523,13 @@ enum LuaModule {
         guard let work = waitingWork(L, "task:wait") else { return LIFELINE_RAISE }
         guard work !== target else {
             lifeline_push_where_message(L, "task:wait: a task cannot wait for itself")
+            return LIFELINE_RAISE
+        }
+        guard !target.waitsFor(work) else {
+            // The chain of waits ends at `target`, so it always ends: no cycle can form but here.
+            lifeline_push_where_message(
+                L, "task:wait: \(target.handlerName) already waits (through task:wait) for this task, "
+                    + "so each would wait for the other forever")
             return LIFELINE_RAISE
         }
         work.waiting(for: target)

@@ -504,3 +504,40 @@ private let closer = """
     let reason = recorder.termination?.reason ?? ""
     #expect(reason.contains("0.2"), "\(reason)")
 }
+
+@Test func background_waitCycle_isAClearErrorNotAHang() throws {
+    let source = """
+        local a, b, c
+        a = lifeline.background('a', function() lifeline.sleep(1); mark('a: ' .. tostring(b:wait())) end)
+        b = lifeline.background('b', function() lifeline.sleep(1); c:wait() end)
+        c = lifeline.background('c', function()
+          lifeline.sleep(2)
+          local ok, err = pcall(a.wait, a)
+          mark('c: ' .. tostring(ok) .. ' ' .. tostring(err):match('already waits.*$'))
+        end)
+        """
+    let recorder = try simulate(plugins(["p": source]), scenario: "0s launch\n10s terminate")
+    #expect(
+        marks(recorder) == [
+            "c: false already waits (through task:wait) for this task, so each would wait for the other forever",
+            "a: true",
+        ], "\(pluginErrors(recorder))")
+    #expect(recorder.timeline.filter { $0.event == "taskEnded" && $0["expired"] == .bool(true) }.isEmpty)
+}
+
+@Test func background_hostRunCoroutine_cannotBeResumedOrClosedByThePlugin() throws {
+    let source = """
+        local co
+        local t = lifeline.background('nap', function()
+          co = coroutine.running()
+          lifeline.sleep(5)
+          mark('slept until ' .. lifeline.now())
+        end)
+        lifeline.after(1, function()
+          mark(tostring(select(2, pcall(coroutine.resume, co, true))):match('run by the host') or 'resumed')
+          mark(tostring(select(2, pcall(coroutine.close, co))):match('run by the host') or 'closed')
+        end)
+        """
+    let recorder = try simulate(plugins(["p": source]), scenario: "0s launch\n10s terminate")
+    #expect(marks(recorder) == ["run by the host", "run by the host", "slept until 5.0"])
+}
