@@ -27,9 +27,11 @@ public final class HostTaskExecutor: TaskExecutor {
     private let clock: any HostClock
     private let queue: Queue
     /// Runs one slice (the closure given) on the main executor, under the watchdog.
-    private let runSlice: @Sendable (_ slice: () -> Void) -> Void
+    private let runSlice: @Sendable (_ slice: @escaping () -> Void) -> Void
 
-    init(clock: any HostClock, queue: Queue, runSlice: @escaping @Sendable (_ slice: () -> Void) -> Void) {
+    init(
+        clock: any HostClock, queue: Queue, runSlice: @escaping @Sendable (_ slice: @escaping () -> Void) -> Void
+    ) {
         self.clock = clock
         self.queue = queue
         self.runSlice = runSlice
@@ -40,7 +42,7 @@ public final class HostTaskExecutor: TaskExecutor {
         queue.add()
         clock.post { [self] in
             queue.remove()
-            runSlice { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            runSlice { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
         }
     }
 }

@@ -113,6 +113,8 @@ public final class LifelineHost {
     private var nextWaitID = 1
     /// Swift plugins' async slices waiting to run (see `HostTaskExecutor`).
     let swiftSlices = HostTaskExecutor.Queue()
+    /// Swift slices that became ready while the app was suspended, in the order they did.
+    private var heldSwiftSlices: [(PluginContext, () -> Void)] = []
     /// Operation queues of this launch, by name (issue 4).
     private var queues: [String: HostQueue] = [:]
     /// Operation ids are unique for the host's life.
@@ -415,6 +417,8 @@ public final class LifelineHost {
             p.context.cancelSwiftTasks()
         }
         plugins.removeAll()
+        // Their tasks are cancelled now: each held slice runs once, outside the app, to see it.
+        releaseHeldSwiftSlices()
         // After the plugins closed: a Lua completion then finds its state gone and does nothing,
         // while a Swift continuation is resumed with a cancellation, so no task is left hanging.
         abandonWaits { _ in true }
@@ -636,6 +640,7 @@ public final class LifelineHost {
         cancelBudgetJobs()
         tasks.leaveBackground()
         executor.releaseHeld()
+        releaseHeldSwiftSlices()
         for name in queues.keys.sorted() { queues[name]?.appLeftBackground() }
     }
 
@@ -975,11 +980,25 @@ public final class LifelineHost {
 
     /// Runs one slice of a Swift plugin's async code: under the watchdog while the plugin is part
     /// of the running app; as is once it is not (a cancelled task unwinding after the app ended).
-    func runSwiftSlice(_ context: PluginContext, _ slice: () -> Void) {
+    func runSwiftSlice(_ context: PluginContext, _ slice: @escaping () -> Void) {
         guard isCurrent(context) else { return slice() }
+        // A suspended app runs no code: a slice that a completion (a response, a timer) makes
+        // ready waits until the app runs again, or runs cancelled when the app ends.
+        guard visibleState != .suspended else {
+            heldSwiftSlices.append((context, slice))
+            return
+        }
         call(context.index, in: openWindow(limit: profile.transitionLimit, handler: "Swift task")) {
             slice()
             return .returned
+        }
+    }
+
+    private func releaseHeldSwiftSlices() {
+        let held = heldSwiftSlices
+        heldSwiftSlices.removeAll()
+        for (context, slice) in held {
+            executor.schedule(at: now) { [unowned self] in runSwiftSlice(context, slice) }
         }
     }
 

@@ -176,8 +176,9 @@ public struct BackgroundTaskSequence<Base: AsyncSequence>: AsyncSequence {
             guard !scope.finished else { return nil }
             try scope.beginIfNeeded()
             if scope.expired { throw scope.end(expired: true)! }
+            // Kept until the iteration ends, not only while `next` runs: an expiration that lands
+            // while the loop's body awaits must cancel the body too.
             scope.expiry.current = withUnsafeCurrentTask { $0 }
-            defer { scope.expiry.current = nil }
             do {
                 guard let element = try await base.next() else {
                     if let error = scope.end(expired: scope.expired) { throw error }
@@ -225,6 +226,7 @@ public final class SequenceScope: @unchecked Sendable {
     /// Ends the task; returns the expiration error to throw when it expired.
     func end(expired: Bool) -> BackgroundTaskExpired? {
         finished = true
+        expiry.current = nil
         guard let id else { return nil }
         self.id = nil
         context.endBackgroundTask(id)

@@ -416,3 +416,49 @@ func docsExample_sessionEndInSwift_endsItsTask(_ rule: String, _ ended: String) 
     #expect(eventNames(recorder).last == "suspended")
     #expect(recorder.termination == nil)
 }
+
+@Test func http_fromSwift_aResponseThatArrivesWhileSuspended_runsTheCodeWhenTheAppRunsAgain() throws {
+    // The request outlives the app's time in the background: its answer comes at 40 s, while the
+    // app is suspended, and the code after the await runs only at the foreground at 60 s.
+    let result = Shared<[String]>([])
+    var plugin = swiftPlugin("p") { context in
+        context.on(.didEnterBackground) { _ in
+            context.task {
+                let response = try? await context.http(HTTPRequest(url: "http://127.0.0.1:8080/slow", timeout: 100))
+                result.append("\(response?.status ?? 0) at \(context.now) while \(context.state.rawValue)")
+            }
+        }
+    }
+    plugin.network = try NetworkPermissions(["127.0.0.1:*"])
+    let recorder = try simulate(
+        "0s http GET 127.0.0.1:8080/slow -> 200 late in 39s\n0s launch\n1s background\n60s foreground", [plugin])
+    #expect(result.value == ["200 at 60.0 while active"], "\(lines(recorder, only: ["suspended", "httpResponse"]))")
+}
+
+@Test func sequence_expirationWhileTheBodyAwaits_cancelsTheBody() throws {
+    let result = Shared<[String]>([])
+    let plugin = swiftPlugin("p") { context in
+        context.on(.didEnterBackground) { _ in
+            context.task {
+                do {
+                    for try await n in Ticks(context: context, count: 3, interval: 1)
+                        .withBackgroundTask("slow body", in: context)
+                    {
+                        do {
+                            try await context.sleep(seconds: 1000)  // the body outlasts the budget
+                            result.append("\(n) slept")
+                        } catch {
+                            result.append("\(n) body: \(type(of: error)) at \(context.now)")
+                            throw error
+                        }
+                    }
+                } catch {
+                    result.append("loop: \(type(of: error))")
+                }
+            }
+        }
+    }
+    let recorder = try simulate("0s launch\n0s background", [plugin])
+    #expect(result.value == ["1 body: CancellationError at 25.0", "loop: CancellationError"])
+    #expect(lines(recorder, only: taskLines).contains("25 taskEnded plugin=p task=1 expired=true"))
+}
