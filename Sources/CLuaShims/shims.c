@@ -94,6 +94,8 @@ int lifeline_charge(LifelineControl *c, size_t bytes) {
     return 1;
 }
 
+void lifeline_charge_always(LifelineControl *c, size_t bytes) { c->used += bytes; }
+
 void lifeline_uncharge(LifelineControl *c, size_t bytes) { c->used -= bytes < c->used ? bytes : c->used; }
 
 /// Raises LUA_ERRMEM, Lua's own "not enough memory": an allocation the cap refuses. (lua_error

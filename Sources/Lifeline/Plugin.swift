@@ -34,6 +34,14 @@ public protocol PluginInstance: AnyObject {
     func resetPreemption()
     /// Frees everything the instance holds. Nothing is called on it afterwards.
     func close()
+    /// Counts `bytes` that the report keeps for an event the plugin caused and that the host
+    /// records whatever the plugin's cap says (an error it raised), against that cap.
+    func chargeRecorded(_ bytes: Int)
+}
+
+extension PluginInstance {
+    /// Swift plugins have no memory cap.
+    public func chargeRecorded(_ bytes: Int) {}
 }
 
 /// A plugin the host knows how to start: it makes a fresh instance at every launch, as a new

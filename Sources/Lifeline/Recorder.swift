@@ -2,6 +2,10 @@ import Synchronization
 
 /// One entry of the report's timeline.
 public struct TimelineEvent: Equatable, Sendable {
+    /// What the report keeps for one event, about, beside the text of its strings: a plugin's cap
+    /// counts the events it causes (see docs/guarantees.md).
+    public static let recordedBytes = 128
+
     public var time: HostTime
     /// The event's name: a lifecycle notification, `taskBegan`, `suspended`, …
     public var event: String

@@ -169,6 +169,8 @@ enum LuaModule {
             guard let fn = ref(L, plugin, handlerIndex) else { return LIFELINE_NOMEM }
             handler = { plugin.call(ref: fn.ref, event: nil) }
         }
+        // taskBegan, then taskEnded or taskExpiring and taskEnded.
+        guard plugin.chargeEvents(3, text: name?.utf8.count ?? 0) else { return LIFELINE_NOMEM }
         let id = context.beginBackgroundTask(name: name, expirationHandler: handler)
         lua_pushinteger(L, lua_Integer(id))
         return 1
@@ -185,7 +187,14 @@ enum LuaModule {
             }
             return typeError(L, 1, "lifeline.endBackgroundTask", "integer")
         }
-        let ended = context(L)?.1.endBackgroundTask(Int(id)) ?? false
+        guard let (plugin, context) = context(L) else {
+            lua_pushboolean(L, 0)
+            return 1
+        }
+        // An unknown id is recorded (endUnknownTask); a known one's end was counted at its begin.
+        guard plugin.chargeEvents(1) else { return LIFELINE_NOMEM }
+        let ended = context.endBackgroundTask(Int(id))
+        if ended { plugin.uncharge(TimelineEvent.recordedBytes) }
         lua_pushboolean(L, ended ? 1 : 0)
         return 1
     }
@@ -269,7 +278,9 @@ enum LuaModule {
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
         guard let (plugin, context) = context(L) else { return 0 }
         // The work, its task and its waits: what the host keeps while it runs.
-        guard let charge = HostCharge(plugin, bytes: 2 * LuaPlugin.recordBytes) else { return LIFELINE_NOMEM }
+        guard let charge = HostCharge(plugin, bytes: 2 * LuaPlugin.recordBytes),
+            plugin.chargeEvents(3, text: name?.utf8.count ?? 0)
+        else { return LIFELINE_NOMEM }
         let top = lua_gettop(L)
         final class Box { weak var work: LuaBackgroundWork? }
         let box = Box()
@@ -435,7 +446,9 @@ enum LuaModule {
         guard let (plugin, context) = context(L) else { return 0 }
         // The body the host sends is counted against the cap until the request ends, and the
         // response may be no longer than what is left under the cap.
-        guard let bodyCharge = HostCharge(plugin, bytes: body.count) else { return LIFELINE_NOMEM }
+        guard let bodyCharge = HostCharge(plugin, bytes: body.count),
+            plugin.chargeEvents(2, text: 2 * (url.utf8.count + method.utf8.count))
+        else { return LIFELINE_NOMEM }
         let room = plugin.memoryRoom
         var request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
         let cappedByMemory = room < request.maximumBodyBytes

@@ -76,6 +76,18 @@ public final class LuaPlugin: PluginInstance {
         if let control { lifeline_uncharge(control, bytes) }
     }
 
+    public func chargeRecorded(_ bytes: Int) {
+        if let control { lifeline_charge_always(control, bytes) }
+    }
+
+    /// Counts, for good, what the report keeps for the events a call will cause (`events` of
+    /// them, with `text` bytes of strings); false when it does not fit under the cap. The report
+    /// keeps every event for the run's life, so a plugin's events count against its cap: a loop
+    /// that begins and ends tasks cannot grow the host without bound.
+    func chargeEvents(_ events: Int, text: Int = 0) -> Bool {
+        charge(events * TimelineEvent.recordedBytes + text)
+    }
+
     /// Whether `bytes` more would fit under the cap now (after a collection if need be).
     func fits(_ bytes: Int) -> Bool {
         guard charge(bytes) else { return false }

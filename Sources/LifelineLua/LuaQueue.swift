@@ -258,8 +258,9 @@ extension LuaModule {
             lifeline_pop(L, 1)
             if missing { return nil }
         }
-        // Nothing is made until both references fit under the cap.
-        guard let run else { return nil }
+        // Nothing is made until both references, and the report's opStarted and opFinished,
+        // fit under the cap.
+        guard let run, plugin.chargeEvents(2, text: 2 * (spec.name?.utf8.count ?? 0)) else { return nil }
         let id = context.makeOperationID()
         lifeline_push_operation(L, lua_Integer(id), spec.name)
         let handleRef = luaL_ref(L, lifeline_registryindex())

@@ -52,6 +52,12 @@ enum LuaTransfers {
         return values
     }
 
+    /// Counts what the report keeps for a transfer's events (queued, progress, ended, delivered)
+    /// against the plugin's cap.
+    private static func chargeEvents(_ L: OpaquePointer, _ fields: [String: String]) -> Bool {
+        LuaPlugin.from(L).chargeEvents(6, text: 4 * fields.values.reduce(0) { $0 + $1.utf8.count })
+    }
+
     private static func raise(_ L: OpaquePointer, _ fname: String, _ error: TransferError) -> Int32 {
         lifeline_push_where_message(L, "\(fname): \(error.message)")
         return LIFELINE_RAISE
@@ -64,6 +70,7 @@ enum LuaTransfers {
         guard let f = fields(L, fname, required: ["url", "to"], optional: ["sha256", "id"]),
             let context = LuaModule.runningContext(L, fname)
         else { return LIFELINE_RAISE }
+        guard chargeEvents(L, f) else { return LIFELINE_NOMEM }
         do throws(TransferError) {
             let id = try context.download(url: f["url"]!, to: f["to"]!, sha256: f["sha256"], id: f["id"])
             LuaModule.push(L, id)
@@ -80,6 +87,7 @@ enum LuaTransfers {
         guard let f = fields(L, fname, required: ["url", "from"], optional: ["method", "id"]),
             let context = LuaModule.runningContext(L, fname)
         else { return LIFELINE_RAISE }
+        guard chargeEvents(L, f) else { return LIFELINE_NOMEM }
         do throws(TransferError) {
             let id = try context.upload(url: f["url"]!, from: f["from"]!, method: f["method"] ?? "PUT", id: f["id"])
             LuaModule.push(L, id)

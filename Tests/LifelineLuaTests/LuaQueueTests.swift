@@ -449,20 +449,20 @@ final class SharingSwiftPlugin: SwiftPlugin {
     #expect(marks(recorder) == ["lua-op-2 at 1.0"])
 }
 
-@Test func queue_pendingOperations_holdNoCoroutine_soFortyThousandFitTheMemoryCap() throws {
-    // A coroutine costs about 1 KiB beside the host's record of the operation: 40,000 of both
+@Test func queue_pendingOperations_holdNoCoroutine_soTwentyFiveThousandFitTheMemoryCap() throws {
+    // A coroutine costs about 1 KiB beside the host's record of the operation: 25,000 of both
     // would pass the 32 MiB cap. A pending operation holds only its handle, its function's
     // reference and the host's record.
     let source = """
         local q = lifeline.queue('many')
         local f = function() end
-        for i = 1, 40000 do q:add(f) end
+        for i = 1, 25000 do q:add(f) end
         mark('queued ' .. q:count())
         """
     let recorder = try run(source)
     #expect(recorder.pluginErrorCount == 0, "\(pluginErrors(recorder))")
-    #expect(marks(recorder) == ["queued 40000"])
-    #expect(queueEvents(recorder).filter { $0.hasPrefix("opFinished") }.count == 40000)
+    #expect(marks(recorder) == ["queued 25000"])
+    #expect(queueEvents(recorder).filter { $0.hasPrefix("opFinished") }.count == 25000)
 }
 
 /// The example at the top of docs/queues.md, as written there.

@@ -66,6 +66,8 @@ void lifeline_bridge_leave(lua_State *L);
 /// allocates. Returns 1, or 0 (counting nothing) when they would pass the cap even after a full
 /// garbage collection.
 int lifeline_charge(LifelineControl *c, size_t bytes);
+/// Counts `bytes` even past the cap: the plugin's next allocation then fails.
+void lifeline_charge_always(LifelineControl *c, size_t bytes);
 /// Gives back bytes counted by `lifeline_charge`.
 void lifeline_uncharge(LifelineControl *c, size_t bytes);
 /// Pushes the value that makes a waiting call raise Lua's memory error when the host resumes it
