@@ -106,6 +106,36 @@ int lifeline_take_deep_oom(LifelineControl *c) {
 // thread). Until a deadline passes, a call costs a few thread-local and atomic writes: no hook,
 // no lock, no system call.
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LIFELINE_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define LIFELINE_TSAN 1
+#endif
+
+typedef int (*lifeline_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+#ifdef LIFELINE_TSAN
+#include <dlfcn.h>
+// ThreadSanitizer runs a handler installed through its own sigaction only when the thread next
+// enters a function it intercepts, and a Lua loop enters none: the stop would never land. So
+// under TSan the handler is installed with libc's sigaction, and the kernel runs it at once;
+// it is then built without instrumentation, so it never re-enters TSan's runtime, which it may
+// have interrupted. It touches only the state's hook fields (in the uninstrumented liblua) and
+// reads two atomics.
+#define LIFELINE_NOT_SANITIZED __attribute__((disable_sanitizer_instrumentation))
+static lifeline_sigaction_fn lifeline_sigaction(void) {
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    void *real = libc ? dlsym(libc, "sigaction") : NULL;
+    return real ? (lifeline_sigaction_fn)real : sigaction;
+}
+#else
+#define LIFELINE_NOT_SANITIZED
+static lifeline_sigaction_fn lifeline_sigaction(void) { return sigaction; }
+#endif
+
 /// The stop signal: the highest real-time signal free when the first state was made; 0 if none
 /// was free (then a stop lands only at the next call into the state).
 static int lifeline_stop_signo;
@@ -153,15 +183,22 @@ static void lifeline_arm_running(LifelineControl *c) {
 // what that call's own signal would do. lua_sethook neither allocates nor locks; the hook stays
 // set until lifeline_preempt_clear, so the VM meets it at its next instruction however long the
 // thread spends in C or Swift first.
-static void lifeline_stop_handler(int signo) {
+//
+// Self-contained (no call but lua_sethook) and, under ThreadSanitizer, not instrumented: see
+// lifeline_sigaction.
+static LIFELINE_NOT_SANITIZED void lifeline_stop_handler(int signo) {
     (void)signo;
     int saved = errno;
     LifelineControl *c = lifeline_running;
-    if (c != NULL && atomic_load(&c->preempt)) lifeline_arm_running(c);
+    if (c != NULL && atomic_load(&c->preempt)) {
+        lua_sethook(atomic_load(&c->current), lifeline_preempt_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+        lua_sethook(c->main, lifeline_preempt_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+    }
     errno = saved;
 }
 
 static void lifeline_install_stop_signal_once(void) {
+    lifeline_sigaction_fn sigaction = lifeline_sigaction();
     // From the top: libraries that take a real-time signal tend to take SIGRTMIN + n.
     for (int s = SIGRTMAX; s >= SIGRTMIN; s--) {
         struct sigaction old;
