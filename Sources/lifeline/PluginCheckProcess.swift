@@ -64,6 +64,8 @@ enum PluginCheckProcess {
             ended.wait()
         }
         read.wait()
+        // Killed because the check itself is ending on a signal: that exit is under way.
+        ExitOnSignals.parkIfExiting()
         let printed = text.withLock { $0 }.trimmingCharacters(in: .newlines)
         if timedOut {
             let message = "plugin '\(descriptor.name)' did not finish loading within the launch limit "
