@@ -64,7 +64,8 @@ struct Check: ParsableCommand {
                 let verdict = PluginCheckProcess.run(
                     descriptor, limit: profile.launchLimit, timeout: timeout,
                     arguments: Array(CommandLine.arguments.dropFirst())
-                        + ["--only-plugin", descriptor.name, "--check-state-dir", stateDirectory])
+                        // With "=", a name that starts with "-" is still read as the value.
+                        + ["--only-plugin=\(descriptor.name)", "--check-state-dir=\(stateDirectory)"])
                 writeLine(verdict.text)
                 switch verdict.kind {
                 case .loaded: break

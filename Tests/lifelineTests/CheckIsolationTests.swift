@@ -71,6 +71,15 @@ private final class TemporaryRoot {
         #expect(tmp.contents.isEmpty, "left behind: \(tmp.contents)")
     }
 
+    @Test func check_pluginNamedLikeAFlag_isCheckedInItsOwnProcess() throws {
+        // The plugin's process gets the name as an argument: "-x" must stay a name.
+        let ws = try Workspace()
+        try ws.plugin("-x", "-- fine")
+        let r = try CLI.run(["check", "--plugins", ws.plugins])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("ok   -x (lua)"), "\(r.stdout)")
+    }
+
     @Test func check_endedBySIGTERM_endsThePluginsProcess_andLeavesNoTemporaryFolder() throws {
         let ws = try Workspace()
         try ws.plugin("stuck", stuckInC)
