@@ -104,7 +104,7 @@ int lifeline_take_deep_oom(LifelineControl *c) {
 // call; the handler, on that thread, arms the hook of the state that thread is running now, as
 // lua.c does for SIGINT (lua_sethook may be called from a signal handler of the state's own
 // thread). Until a deadline passes, a call costs a few thread-local and atomic writes: no hook,
-// no lock, no system call.
+// no lock, no system call (but at the first call on each thread, which learns its id).
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
