@@ -1,7 +1,12 @@
 #include "CLuaShims.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <string.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,8 +19,10 @@ struct LifelineControl {
     int in_bridge;  // > 0 while Swift code runs inside a Lua call: the cap is lifted so no error longjmps through it
     int stopping;   // set by the hook once the stop hit: every allocation fails from then on
     int deep_oom;   // the cap was hit this many calls deep or more: runaway recursion, reported as a stack overflow
-    atomic_int preempt;                 // written by the watchdog thread, read by the hook
-    _Atomic(lua_State *) current;       // the thread (coroutine) running now
+    atomic_int preempt;                 // a stop is asked for the call now running: set by the watchdog thread
+    _Atomic(lua_State *) current;       // the thread (coroutine) running now; executor thread and its signal handler
+    atomic_int thread;                  // kernel id of the OS thread inside a call into this state; 0 between calls
+    int depth;                          // calls into this state on that thread's stack (executor thread only)
     char *traceback;                    // where the stop first hit; malloc'd, freed on clear
     int strings_ref;                    // registry ref of the event strings made so far; 0: none yet
 };
@@ -56,6 +63,8 @@ LifelineControl *lifeline_control_new(size_t memory_limit, void *owner) {
     c->limit = memory_limit;
     c->owner = owner;
     atomic_init(&c->preempt, 0);
+    atomic_init(&c->thread, 0);
+    (void)lifeline_stop_signal();  // installs the stop signal's handler, once per process
     c->main = lua_newstate(lifeline_alloc, c);
     if (c->main == NULL) {
         free(c);
@@ -116,6 +125,55 @@ int lifeline_take_deep_oom(LifelineControl *c) {
 }
 
 // ---------------------------------------------------------------- preemption
+//
+// Only the OS thread that runs a state may touch it (SPEC 5 W4): lua_sethook from another thread
+// walks the CallInfo list that the running thread may be growing or freeing. So the watchdog
+// never calls into Lua. It sets `preempt` and sends a real-time signal to the thread inside the
+// call; the handler, on that thread, arms the hook of the state that thread is running now, as
+// lua.c does for SIGINT (lua_sethook may be called from a signal handler of the state's own
+// thread). Until a deadline passes, a call costs a few thread-local and atomic writes: no hook,
+// no lock, no system call (but at the first call on each thread, which learns its id).
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LIFELINE_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define LIFELINE_TSAN 1
+#endif
+
+typedef int (*lifeline_sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+#ifdef LIFELINE_TSAN
+#include <dlfcn.h>
+// ThreadSanitizer runs a handler installed through its own sigaction only when the thread next
+// enters a function it intercepts, and a Lua loop enters none: the stop would never land. So
+// under TSan the handler is installed with libc's sigaction, and the kernel runs it at once;
+// it is then built without instrumentation, so it never re-enters TSan's runtime, which it may
+// have interrupted. It touches only the state's hook fields (in the uninstrumented liblua) and
+// reads two atomics.
+#define LIFELINE_NOT_SANITIZED __attribute__((disable_sanitizer_instrumentation))
+static lifeline_sigaction_fn lifeline_sigaction(void) {
+    void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    void *real = libc ? dlsym(libc, "sigaction") : NULL;
+    return real ? (lifeline_sigaction_fn)real : sigaction;
+}
+#else
+#define LIFELINE_NOT_SANITIZED
+static lifeline_sigaction_fn lifeline_sigaction(void) { return sigaction; }
+#endif
+
+/// The stop signal: the highest real-time signal free when the first state was made; 0 if none
+/// was free (then a stop lands only at the next call into the state).
+static int lifeline_stop_signo;
+static pthread_once_t lifeline_stop_once = PTHREAD_ONCE_INIT;
+
+// Per OS thread. Initial-exec TLS, so the signal handler reads it without allocating.
+// The state this thread is running now (NULL between calls): the handler's target.
+static __thread LifelineControl *volatile lifeline_running __attribute__((tls_model("initial-exec")));
+// This thread's kernel id, once it has entered a state (0 before).
+static __thread pid_t lifeline_self __attribute__((tls_model("initial-exec")));
 
 static void lifeline_preempt_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
@@ -139,11 +197,106 @@ static void lifeline_arm_hook(lua_State *L) {
     lua_sethook(L, lifeline_preempt_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
 }
 
-void lifeline_preempt(LifelineControl *c) {
-    atomic_store(&c->preempt, 1);
-    // lua_sethook is safe to call asynchronously (it is how lua.c handles SIGINT).
+// Arms the coroutine running now and the main thread (where the stop goes once the coroutine
+// is left). Only on the thread that runs `c`: in a call, or in its signal handler.
+static void lifeline_arm_running(LifelineControl *c) {
     lifeline_arm_hook(atomic_load(&c->current));
     lifeline_arm_hook(c->main);
+}
+
+// Runs on the thread the watchdog signalled, wherever it was interrupted: in the VM, in Swift or
+// C inside a bridged call, or already out of the call. It acts only on the state this thread is
+// running now and only if that state has a stop pending, so a late signal (its call returned,
+// the stop was cleared) does nothing; a signal that lands in a later call being stopped does
+// what that call's own signal would do. lua_sethook neither allocates nor locks; the hook stays
+// set until lifeline_preempt_clear, so the VM meets it at its next instruction however long the
+// thread spends in C or Swift first.
+//
+// Self-contained (no call but lua_sethook) and, under ThreadSanitizer, not instrumented: see
+// lifeline_sigaction.
+static LIFELINE_NOT_SANITIZED void lifeline_stop_handler(int signo) {
+    (void)signo;
+    int saved = errno;
+    LifelineControl *c = lifeline_running;
+    if (c != NULL && atomic_load(&c->preempt)) {
+        lua_sethook(atomic_load(&c->current), lifeline_preempt_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+        lua_sethook(c->main, lifeline_preempt_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
+    }
+    errno = saved;
+}
+
+static void lifeline_install_stop_signal_once(void) {
+    lifeline_sigaction_fn sigaction = lifeline_sigaction();
+    // From the top: libraries that take a real-time signal tend to take SIGRTMIN + n.
+    for (int s = SIGRTMAX; s >= SIGRTMIN; s--) {
+        struct sigaction old;
+        if (sigaction(s, NULL, &old) != 0) continue;
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;  // someone's
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = lifeline_stop_handler;
+        sigemptyset(&sa.sa_mask);
+        // Interrupted system calls of the host (file I/O, SQLite) go on as if nothing happened.
+        sa.sa_flags = SA_RESTART;
+        if (sigaction(s, &sa, NULL) == 0) {
+            lifeline_stop_signo = s;
+            return;
+        }
+    }
+}
+
+int lifeline_stop_signal(void) {
+    pthread_once(&lifeline_stop_once, lifeline_install_stop_signal_once);
+    return lifeline_stop_signo;
+}
+
+// Once per OS thread that runs Lua: learn its kernel id, and make sure the stop signal is not
+// blocked there (a thread inherits its creator's mask).
+static void lifeline_thread_setup(void) {
+    lifeline_self = (pid_t)syscall(SYS_gettid);
+    if (lifeline_stop_signo != 0) {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, lifeline_stop_signo);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    }
+}
+
+// Every call from the host into a state goes between these two, on the calling thread: they tell
+// the watchdog where to send the stop, and the signal handler which state to arm. Returns the
+// state this thread was running before (calls may nest), for lifeline_leave.
+static LifelineControl *lifeline_enter(LifelineControl *c) {
+    if (lifeline_self == 0) lifeline_thread_setup();
+    LifelineControl *outer = lifeline_running;
+    if (c->depth++ == 0) atomic_store(&c->thread, lifeline_self);
+    lifeline_running = c;
+    // The handler must see `lifeline_running` set before we read `preempt`: then a stop asked
+    // just now is armed either here or by its signal.
+    atomic_signal_fence(memory_order_seq_cst);
+    if (atomic_load(&c->preempt)) lifeline_arm_running(c);
+    return outer;
+}
+
+static void lifeline_leave(LifelineControl *c, LifelineControl *outer) {
+    lifeline_running = outer;
+    atomic_signal_fence(memory_order_seq_cst);
+    // A stale id only sends a signal that finds nothing to do.
+    if (--c->depth == 0) atomic_store_explicit(&c->thread, 0, memory_order_relaxed);
+}
+
+void lifeline_preempt(LifelineControl *c) {
+    atomic_store(&c->preempt, 1);
+    if (lifeline_running == c) {
+        // Asked from inside the state's own call (a rule the running code broke): arm it now.
+        lifeline_arm_running(c);
+        return;
+    }
+    // No thread inside a call: the next lifeline_enter arms the hook.
+    pid_t tid = (pid_t)atomic_load(&c->thread);
+    if (tid == 0 || lifeline_stop_signo == 0) return;
+    // By kernel id, not pthread_t: if the thread has just left the call and ended, tgkill fails
+    // with ESRCH, where pthread_kill on a finished thread is undefined.
+    syscall(SYS_tgkill, getpid(), tid, lifeline_stop_signo);
 }
 
 int lifeline_preempt_requested(LifelineControl *c) { return atomic_load(&c->preempt); }
@@ -229,10 +382,13 @@ static int lifeline_msgh(lua_State *L) {
 }
 
 int lifeline_pcall(lua_State *L, int nargs, int nresults) {
+    LifelineControl *c = lifeline_control_of(L);
     int base = lua_gettop(L) - nargs;      // index of the function
     lua_pushcfunction(L, lifeline_msgh);   // stack: ..., f, args..., msgh
     lua_insert(L, base);                   // stack: ..., msgh, f, args...
+    LifelineControl *outer = lifeline_enter(c);
     int status = lua_pcall(L, nargs, nresults, base);
+    lifeline_leave(c, outer);
     lua_remove(L, base);                   // stack: ..., results or message
     return status;
 }
@@ -246,11 +402,13 @@ int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
     LifelineControl *c = lifeline_control_of(L);
     c->deep_oom = 0;
     int nres = 0;
+    LifelineControl *outer = lifeline_enter(c);
     lua_State *prev = atomic_exchange(&c->current, co);
-    // The watchdog may have read `current` just before the exchange and armed only `prev`.
+    // A stop signal handled just before the exchange armed only `prev`.
     if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
     int status = lua_resume(co, L, nargs, &nres);
     atomic_store(&c->current, prev);
+    lifeline_leave(c, outer);
     if (status == LUA_OK || status == LUA_YIELD) {
         lua_pop(co, nres);
     } else {
@@ -273,6 +431,7 @@ int lifeline_close_thread(lua_State *L, lua_State *co) {
         lua_xmove(co, L, 1);  // stack: ..., original
         c->in_bridge--;
     }
+    LifelineControl *outer = lifeline_enter(c);
     lua_State *prev = atomic_exchange(&c->current, co);
     if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
 #if LUA_VERSION_RELEASE_NUM >= 50406
@@ -281,6 +440,7 @@ int lifeline_close_thread(lua_State *L, lua_State *co) {
     int status = lua_resetthread(co);
 #endif
     atomic_store(&c->current, prev);
+    lifeline_leave(c, outer);
     if (status != LUA_OK) {
         c->in_bridge++;
         lua_xmove(co, L, 1);  // stack: ..., [original,] error
@@ -316,8 +476,11 @@ void lifeline_traceback_of(lua_State *L, lua_State *co) {
     lua_pushcfunction(L, lifeline_traceback_thunk);  // stack: ..., err, thunk
     lua_insert(L, -2);                               // stack: ..., thunk, err
     lua_pushlightuserdata(L, co);                    // stack: ..., thunk, err, co
-    if (lua_pcall(L, 2, 1, 0) != LUA_OK) {           // stack: ..., message | failure
-        LifelineControl *c = lifeline_control_of(L);
+    LifelineControl *c = lifeline_control_of(L);
+    LifelineControl *outer = lifeline_enter(c);      // __tostring is plugin code: stoppable
+    int status = lua_pcall(L, 2, 1, 0);              // stack: ..., message | failure
+    lifeline_leave(c, outer);
+    if (status != LUA_OK) {
         c->in_bridge++;
         lua_pop(L, 1);
         lua_pushliteral(L, "(the error object's __tostring failed)");
@@ -335,7 +498,7 @@ static int lifeline_auxresume(lua_State *L, lua_State *co, int narg) {
     lua_xmove(L, co, narg);
     LifelineControl *c = lifeline_control_of(L);
     lua_State *prev = atomic_exchange(&c->current, co);
-    // The watchdog may have read `current` just before the exchange and armed only `prev`.
+    // A stop signal handled just before the exchange armed only `prev`.
     if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
     status = lua_resume(co, L, narg, &nres);
     atomic_store(&c->current, prev);

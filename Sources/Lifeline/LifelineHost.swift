@@ -185,7 +185,7 @@ public final class LifelineHost {
         self.watchdog = Watchdog(stopGrace: configuration.stopGrace) { target in
             if target.handler == LifelineHost.loadHandler {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
-                fatal?(.loadFailed(.badInput(LifelineHost.loadOverrunMessage(target.plugin, limit: target.limit))))
+                fatal?(.loadFailed(.badInput(LifelineHost.loadUnstoppableMessage(target))))
                 return
             }
             let termination = LifelineHost.watchdogTermination(target, traceback: nil)
@@ -329,6 +329,14 @@ public final class LifelineHost {
 
     static func loadOverrunMessage(_ plugin: String, limit: Double) -> String {
         "plugin '\(plugin)' did not finish loading within the launch limit (\(ReportNumber.seconds(limit)) s)"
+    }
+
+    /// Why a plugin whose loading overran and could not be stopped failed (`lifeline check` prints it).
+    static func loadUnstoppableMessage(_ target: WatchdogTarget) -> String {
+        loadOverrunMessage(target.plugin, limit: target.limit) + " and could not be stopped ("
+            + (target.preemptor == nil
+                ? "Swift code cannot be preempted" : "stuck inside one C call, where the watchdog's stop cannot reach")
+            + ")"
     }
 
     /// `lifeline check`: loads every plugin, each on a host of its own under the launch limit,

@@ -54,16 +54,19 @@ public final class StateDatabase: Sendable {
     /// The state dir that holds the file.
     public var directory: String { (path as NSString).deletingLastPathComponent }
 
-    /// Runs `body` with a database in a new temporary state dir, removed afterwards: simulate's
-    /// and check's stores when no `--state-dir` is given.
+    /// Runs `body` with a database in a new temporary state dir, removed afterwards, also when the
+    /// process exits meanwhile (see `TemporaryDirectory`): simulate's and check's stores when no
+    /// `--state-dir` is given.
     public static func withTemporary<T>(_ body: (StateDatabase) throws(LifelineError) -> T) throws(LifelineError) -> T {
-        var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("lifeline-state-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw .internalError("cannot make a temporary state dir: \(String(cString: strerror(errno)))")
-        }
-        let directory = String(cString: made)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        return try body(StateDatabase(lazyAt: (directory as NSString).appendingPathComponent(fileName)))
+        let directory = try TemporaryDirectory(prefix: "lifeline-state-")
+        defer { directory.remove() }
+        return try body(lazy(inExistingDirectory: directory.path))
+    }
+
+    /// A database in `directory`, a folder that exists and that the caller removes; the file is
+    /// made on first use (most checks and simulations never touch a store).
+    public static func lazy(inExistingDirectory directory: String) -> StateDatabase {
+        StateDatabase(lazyAt: (directory as NSString).appendingPathComponent(fileName))
     }
 
     /// Opens the database of a state dir, creating the folder.

@@ -5,7 +5,8 @@ import Foundation
 
 /// Something the watchdog can stop while it runs: Lua code, stopped inside the VM (W2).
 ///
-/// `preempt()` is called from the watchdog's thread.
+/// `preempt()` is called from the watchdog's thread, while the code runs on another: it must only
+/// ask that thread to stop (W4), never touch the running code's state itself.
 public protocol Preemptible: Sendable {
     func preempt()
 }

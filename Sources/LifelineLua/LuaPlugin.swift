@@ -281,7 +281,9 @@ final class HostCharge {
     deinit { plugin?.uncharge(bytes) }
 }
 
-/// Stops a plugin's Lua code from the watchdog's thread (W2).
+/// Stops a plugin's Lua code from the watchdog's thread (W2) without touching its state there
+/// (W4): `lifeline_preempt` sets a flag and signals the thread that runs the state, whose signal
+/// handler arms the hook.
 final class LuaPreemptor: Preemptible, @unchecked Sendable {
     // Written on the main executor only while no watchdog target refers to it (between calls).
     private var control: OpaquePointer?

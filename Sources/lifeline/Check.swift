@@ -9,7 +9,17 @@ struct Check: ParsableCommand {
             Example:
               lifeline check --plugins plugins
 
-            Exit codes: 0 every plugin loads, 65 one or more do not (each is listed with file:line).
+            One line per plugin, in name order:
+              ok   NAME (KIND)
+              FAIL NAME (KIND): why it did not load
+
+            Each plugin is loaded in a process of its own. A plugin that overruns the launch
+            limit and cannot be stopped (Lua stuck inside one C call, or Swift code) gets
+            "FAIL NAME (KIND): ... and could not be stopped (...)"; its process is ended and
+            the next plugin is checked.
+
+            Exit codes: 0 every plugin loads, 65 one or more do not (each is listed with
+            file:line), 70 the check of a plugin ended without a verdict (a host crash).
             """
     )
 
@@ -18,28 +28,93 @@ struct Check: ParsableCommand {
 
     @OptionGroup var profileOptions: ProfileOptions
 
+    /// Given to the process that checks one plugin (see `PluginCheckProcess`): its name...
+    @Option(help: .hidden)
+    var onlyPlugin: String?
+
+    /// ...and the state dir for its store, which the parent made and removes.
+    @Option(help: .hidden)
+    var checkStateDir: String?
+
+    func validate() throws {
+        if (onlyPlugin == nil) != (checkStateDir == nil) {
+            throw ValidationError("--only-plugin and --check-state-dir go together")
+        }
+    }
+
     func run() throws {
         bootstrapLogging(level: profileOptions.level)
+        if let onlyPlugin, let checkStateDir { checkOne(onlyPlugin, stateDirectory: checkStateDir) }
+        // Ended by a signal, the check still removes its state dirs and the plugin's process.
+        ExitOnSignals.install(before: PluginCheckProcess.killRunning)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
-            let descriptors = try loadDescriptors(plugins)
-            let configuration = HostConfiguration(
-                profile: try profileOptions.resolved(), loadFailurePolicy: .skip,
-                onUnpreemptibleOverrun: { overrun in
-                    // A Swift plugin's load cannot be stopped: say so, and end the check here.
-                    if case .loadFailed(let error) = overrun { print("FAIL \(error.message)") }
-                    exitWithError(.badInput("a plugin failed to load"))
-                })
-            var failed = 0
-            for (plugin, failure) in LifelineHost.check(configuration: configuration, plugins: descriptors) {
-                if let failure {
-                    failed += 1
-                    print("FAIL \(plugin.name) (\(plugin.kind.rawValue)): \(failure)")
-                } else {
-                    print("ok   \(plugin.name) (\(plugin.kind.rawValue))")
+            let descriptors = try loadDescriptors(plugins).sorted { $0.name < $1.name }
+            let profile = try profileOptions.resolved()
+            let states = try TemporaryDirectory(prefix: "lifeline-check-")
+            defer { states.remove() }
+            // The plugin's process gives up on its own a stop grace (1 s) after the launch limit;
+            // this is for a process that cannot even do that.
+            let timeout = profile.launchLimit + HostConfiguration().stopGrace + 10
+            var failed = 0, broken = 0
+            for (index, descriptor) in descriptors.enumerated() {
+                let stateDirectory = states.path + "/\(index)"
+                guard mkdir(stateDirectory, 0o700) == 0 else {
+                    throw .internalError("cannot make '\(stateDirectory)': \(String(cString: strerror(errno)))")
                 }
+                let verdict = PluginCheckProcess.run(
+                    descriptor, limit: profile.launchLimit, timeout: timeout,
+                    arguments: Array(CommandLine.arguments.dropFirst())
+                        // With "=", a name that starts with "-" is still read as the value.
+                        + ["--only-plugin=\(descriptor.name)", "--check-state-dir=\(stateDirectory)"])
+                writeLine(verdict.text)
+                switch verdict.kind {
+                case .loaded: break
+                case .failed: failed += 1
+                case .noVerdict: broken += 1
+                }
+            }
+            if broken > 0 {
+                throw .internalError("the check of \(broken) plugin\(broken == 1 ? "" : "s") ended without a verdict")
             }
             if failed > 0 { throw .badInput("\(failed) plugin\(failed == 1 ? "" : "s") failed to load") }
             return 0
         }
     }
+
+    /// Checks the one plugin named `name` and exits: 0 and "ok ..." when it loads, 65 and
+    /// "FAIL ..." when it does not, also when the watchdog gives up on it.
+    private func checkOne(_ name: String, stateDirectory: String) -> Never {
+        do throws(LifelineError) {
+            guard let descriptor = try loadDescriptors(plugins).first(where: { $0.name == name }) else {
+                throw .internalError("no plugin is named '\(name)'")
+            }
+            let label = "\(descriptor.name) (\(descriptor.kind.rawValue))"
+            var configuration = HostConfiguration(
+                profile: try profileOptions.resolved(), loadFailurePolicy: .skip,
+                onUnpreemptibleOverrun: { overrun in
+                    // The plugin's code is still running and cannot be stopped: give the verdict
+                    // and end this process; the check goes on with the next plugin.
+                    switch overrun {
+                    case .loadFailed(let error): writeLine("FAIL \(label): \(error.message)")
+                    case .terminated(let termination, _): writeLine("FAIL \(label): \(termination.reason)")
+                    }
+                    Foundation.exit(65)
+                })
+            configuration.database = StateDatabase.lazy(inExistingDirectory: stateDirectory)
+            let failure = LifelineHost.check(configuration: configuration, plugins: [descriptor]).first?.failure
+            if let failure {
+                writeLine("FAIL \(label): \(failure)")
+                Foundation.exit(65)
+            }
+            writeLine("ok   \(label)")
+            Foundation.exit(0)
+        } catch {
+            exitWithError(error)
+        }
+    }
+}
+
+/// Writes one line to stdout at once (unbuffered: the process may end from another thread).
+func writeLine(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -62,6 +62,8 @@ struct Simulate: ParsableCommand {
 
     func run() throws {
         bootstrapLogging(level: profileOptions.level)
+        // Ended by a signal, simulate still removes its temporary state dir.
+        ExitOnSignals.install()
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             guard let data = FileManager.default.contents(atPath: scenario) else {
                 throw .badInput("cannot read scenario file '\(scenario)'")

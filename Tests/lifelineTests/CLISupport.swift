@@ -21,11 +21,14 @@ enum CLI {
         var stderr: String
     }
 
-    /// Runs lifeline to completion.
-    static func run(_ arguments: [String], in directory: String? = nil) throws -> Result {
+    /// Runs lifeline to completion; `environment` adds to (or replaces entries of) this process's.
+    static func run(_ arguments: [String], in directory: String? = nil, environment: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

@@ -46,10 +46,17 @@ size_t lifeline_memory_limit(LifelineControl *c);
 /// Whether the last memory error hit the cap deep in recursion (a stack overflow); clears it.
 int lifeline_take_deep_oom(LifelineControl *c);
 
-/// Asks the running Lua code to stop. Safe from any thread: it sets a flag and installs a count
-/// hook on the running thread; the hook raises an error at every instruction until cleared, so
-/// the plugin's own pcall cannot swallow the stop.
+/// Asks the running Lua code to stop. Safe from any thread, and it never touches the lua_State
+/// from another thread: it sets a flag and signals the OS thread inside a call into the state
+/// (lifeline_stop_signal), whose handler installs a count hook there; from inside the state's own
+/// call it installs the hook at once; with no call running, the next call installs it as it
+/// starts. The hook raises an error at every instruction until cleared, so the plugin's own
+/// pcall cannot swallow the stop.
 void lifeline_preempt(LifelineControl *c);
+/// The real-time signal that carries stops to the thread running a state: the highest one that
+/// had no handler when the first state was made (its handler is installed then, once per
+/// process, with SA_RESTART). 0 if none was free: a stop then lands at the next call only.
+int lifeline_stop_signal(void);
 int lifeline_preempt_requested(LifelineControl *c);
 /// The traceback captured where the stop first hit, or NULL.
 const char *lifeline_preempt_traceback(LifelineControl *c);
