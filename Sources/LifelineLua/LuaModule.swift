@@ -552,8 +552,25 @@ enum LuaModule {
     /// lifeline.config: plugin.toml's [config] table, as Lua values.
     static let pushConfig: lifeline_bridged = { L in
         guard let L else { return 0 }
-        pushTable(L, LuaPlugin.from(L).config)
+        let plugin = LuaPlugin.from(L)
+        // Pushed with the cap lifted, so it must fit first; a config past the cap fails the load.
+        guard plugin.fits(footprint(plugin.config)) else { return LIFELINE_NOMEM }
+        pushTable(L, plugin.config)
         return 1
+    }
+
+    /// About what pushing a config table allocates in the state; a little more, never less.
+    private static func footprint(_ table: TOMLTable) -> Int {
+        table.entries.reduce(LuaStore.tableBytes) { $0 + LuaStore.slotBytes + LuaStore.stringBytes + $1.key.utf8.count + footprint($1.value) }
+    }
+
+    private static func footprint(_ value: TOMLValue) -> Int {
+        switch value {
+        case .string(let s): return LuaStore.stringBytes + s.utf8.count
+        case .integer, .float, .bool: return 0
+        case .array(let items): return items.reduce(LuaStore.tableBytes) { $0 + LuaStore.slotBytes + footprint($1) }
+        case .table(let t): return footprint(t)
+        }
     }
 
     private static func pushTable(_ L: OpaquePointer, _ table: TOMLTable) {
