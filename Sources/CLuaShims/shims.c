@@ -983,31 +983,6 @@ int lifeline_is_interruption(lua_State *L, int idx) {
     return ok;
 }
 
-// Builds lifeline.json from lua-cjson's safe variant (errors come back as nil, message), with
-// nesting capped. Only encode, decode and null are exposed: the configuration functions would
-// let a plugin lift the caps.
-#define LIFELINE_JSON_DEPTH 128
-
-int luaopen_cjson_safe(lua_State *L);  // lua-cjson (Debian's header names only luaopen_cjson)
-
-static void lifeline_open_json(lua_State *L) {
-    luaopen_cjson_safe(L);  // stack: lifeline, cjson
-    static const char *const limits[] = {"decode_max_depth", "encode_max_depth", NULL};
-    for (int i = 0; limits[i]; i++) {
-        lua_getfield(L, -1, limits[i]);
-        lua_pushinteger(L, LIFELINE_JSON_DEPTH);
-        lua_call(L, 1, 0);
-    }
-    lua_createtable(L, 0, 3);  // stack: lifeline, cjson, json
-    static const char *const exposed[] = {"encode", "decode", "null", NULL};
-    for (int i = 0; exposed[i]; i++) {
-        lua_getfield(L, -2, exposed[i]);
-        lua_setfield(L, -2, exposed[i]);
-    }
-    lua_setfield(L, -3, "json");  // stack: lifeline, cjson
-    lua_pop(L, 1);                // stack: lifeline
-}
-
 // ---------------------------------------------------------------- the lifeline module
 
 #define LIFELINE_HANDLE "lifeline.handle"
@@ -1137,7 +1112,8 @@ static int lifeline_open_module_thunk(lua_State *L) {
         lua_setfield(L, -2, t->name);       // stack: lifeline
     }
     lifeline_open_store_transaction(L, spec);
-    lifeline_open_json(L);
+    lifeline_push_json(L);                  // stack: lifeline, json
+    lua_setfield(L, -2, "json");            // stack: lifeline
     lifeline_open_queues(L, spec);
     lifeline_pushbridged(L, spec->config);  // stack: lifeline, config()
     lua_call(L, 0, 1);                      // stack: lifeline, config

@@ -153,8 +153,12 @@ typedef struct LifelineModuleSpec {
     lifeline_store_rollback store_rollback;
 } LifelineModuleSpec;
 
+/// Pushes the `lifeline.json` table: encode, decode and null (json.c). Its functions allocate only
+/// through the state, so the plugin's memory cap counts everything they use.
+void lifeline_push_json(lua_State *L);
+
 /// Builds the `lifeline` module (global and require-able), `lifeline.log`, `lifeline.http`,
-/// `lifeline.json` (lua-cjson), `lifeline.config`, `print`, the handle metatables, and points
+/// `lifeline.json`, `lifeline.config`, `print`, the handle metatables, and points
 /// os.time, os.date and os.clock at the host's clock; protected. Returns the status.
 int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec);
 
