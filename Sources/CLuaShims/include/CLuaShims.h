@@ -85,6 +85,19 @@ int lifeline_pcall(lua_State *L, int nargs, int nresults);
 /// to time, clock, date and difftime. `require` resolves `lifeline` and files under `plugin_dir`.
 /// Returns LUA_OK or an error status with a message on the stack.
 int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
+/// Opens `path` to read when the file it names, once every link is resolved, lies below the
+/// folder whose real path is `root`. Returns the descriptor, or -1 with errno set: EXDEV when the
+/// file lies outside, EISDIR for a folder, else open's own (ELOOP for a link loop).
+int lifeline_open_inside(const char *root, const char *path);
+
+/// How lifeline_load_inside ended.
+enum { LIFELINE_FILE_OK = 0, LIFELINE_FILE_MISSING, LIFELINE_FILE_OUTSIDE, LIFELINE_FILE_ERROR };
+
+/// Loads the text chunk at `path` (named "@path") when it lies inside the folder whose real path
+/// is `root` (NULL: unresolved, every load fails). Pushes the chunk and returns LUA_OK, or pushes
+/// a message and returns the error status, with `why` saying whether the file was missing or
+/// outside. Raises only for memory, and never while the file is open.
+int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *why);
 /// Registers a module value under `name` for require (pops it).
 void lifeline_preload(lua_State *L, const char *name);
 
