@@ -24,7 +24,9 @@ static int lifeline_path_inside(const char *root, const char *path) {
 }
 
 int lifeline_open_inside(const char *root, const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO in the plugin's folder must not hang the host in open(); it is refused
+    // below as not a plain file. Reads of a plain file ignore the flag.
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -33,9 +35,9 @@ int lifeline_open_inside(const char *root, const char *path) {
         errno = e;
         return -1;
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (!S_ISREG(st.st_mode)) {
         close(fd);
-        errno = EISDIR;
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
         return -1;
     }
     char real[PATH_MAX];
@@ -138,7 +140,7 @@ int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *
                                "inside its own folder", path);
         } else {
             if (e == ENOENT || e == ENOTDIR) *why = LIFELINE_FILE_MISSING;
-            lua_pushfstring(L, "cannot open %s: %s", path, strerror(e));
+            lua_pushfstring(L, "cannot open %s: %s", path, e == EINVAL ? "not a plain file" : strerror(e));
         }
         return LUA_ERRFILE;
     }

@@ -67,7 +67,8 @@ public enum LuaPluginLoader {
                     "\(path):1: plugin.toml leads outside the plugin's folder (through a link); a plugin's files "
                         + "must be inside its own folder")
             }
-            throw .badInput("\(path):1: cannot read plugin.toml: \(String(cString: strerror(error)))")
+            let why = error == EINVAL ? "not a plain file" : String(cString: strerror(error))
+            throw .badInput("\(path):1: cannot read plugin.toml: \(why)")
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         guard let data = try? handle.readToEnd() ?? Data() else {

@@ -159,6 +159,14 @@ private func withOutsideFolder<T>(_ files: [String: String], _ body: (String) th
         }
     }
 
+    @Test func require_aFIFOInThePluginsFolder_failsAtOnce_insteadOfHangingTheHost() throws {
+        try withPluginFolder(plugins(["p": "mark(select(2, pcall(require, 'pipe')))"])) { dir in
+            #expect(mkfifo(dir + "/p/pipe.lua", 0o644) == 0)
+            let got = marks(try run(dir).get())
+            #expect(got.first?.contains("p/pipe.lua: not a plain file") == true, "\(got)")
+        }
+    }
+
     @Test func initLua_withABOMAndAHashLine_loadsWithItsLineNumbers() throws {
         let files = ["p/init.lua": "\u{FEFF}#!/usr/bin/env lua\n" + markPrelude + "mark('ran')\nerror('line 3')\n"]
         guard case .failure(let error) = try withPluginFolder(files, { try run($0) }) else {

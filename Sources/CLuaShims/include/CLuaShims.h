@@ -87,7 +87,8 @@ int lifeline_pcall(lua_State *L, int nargs, int nresults);
 int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
 /// Opens `path` to read when the file it names, once every link is resolved, lies below the
 /// folder whose real path is `root`. Returns the descriptor, or -1 with errno set: EXDEV when the
-/// file lies outside, EISDIR for a folder, else open's own (ELOOP for a link loop).
+/// file lies outside, EISDIR for a folder, EINVAL for another file that is not a plain file (a
+/// FIFO, a device), else open's own (ELOOP for a link loop).
 int lifeline_open_inside(const char *root, const char *path);
 
 /// How lifeline_load_inside ended.
