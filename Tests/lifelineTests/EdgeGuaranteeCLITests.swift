@@ -112,4 +112,28 @@ private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: In
         #expect(check.stdout.contains("FAIL loop (lua)"), "\(check.stdout)")
         #expect(check.stdout.contains("Too many levels of symbolic links"), "\(check.stdout)")
     }
+
+    @Test func initLuaThatIsALinkLoop_isLoggedAndSkipped_byRun_whileTheOthersRun() throws {
+        let ws = try Workspace()
+        try ws.plugin("fine", "lifeline.on('didBecomeActive', function() print('fine is running') end)")
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/loop", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: ws.plugins + "/loop/init.lua", withDestinationPath: "init.lua")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = ["run", "--plugins", ws.plugins, "--state-dir", ws.path + "/state"]
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        let stderr = Captured(err)
+        try process.run()
+        #expect(stderr.waitFor("fine is running"))
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let text = stderr.text(waitingForEOF: true)
+        #expect(text.contains("plugin 'loop' skipped"), "\(text)")
+        #expect(text.contains("loop/init.lua: Too many levels of symbolic links"), "\(text)")
+    }
 }
