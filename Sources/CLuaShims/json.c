@@ -15,6 +15,7 @@
 
 #include "CLuaShims.h"
 
+#include <float.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -110,7 +111,7 @@ static int json_refuse(lua_State *L, int idx, const char *reason) {
 }
 
 // Writes the number at `idx` into `text` (at least 32 bytes); returns its length, or 0 for NaN
-// and infinities. Integers are exact; a float gets the fewest significant digits (14 to 17) that
+// and infinities. Integers are exact; a float gets the fewest significant digits (up to 17) that
 // read back as the same float.
 static size_t json_format_number(lua_State *L, int idx, char *text) {
     if (lua_isinteger(L, idx)) {
@@ -119,7 +120,10 @@ static size_t json_format_number(lua_State *L, int idx, char *text) {
     double d = (double)lua_tonumber(L, idx);
     if (isnan(d) || isinf(d)) return 0;
     int n = 0;
-    for (int precision = 14; precision <= 17; precision++) {
+    // From 15 (DBL_DIG): a normal float that some decimal of up to 15 digits reads back as prints
+    // as that decimal at 15, so starting lower would find nothing shorter. Subnormals have fewer
+    // digits of precision: they start from 1.
+    for (int precision = (d != 0 && fabs(d) < DBL_MIN) ? 1 : 15; precision <= 17; precision++) {
         n = snprintf(text, 32, "%.*g", precision, d);
         if (strtod(text, NULL) == d) break;
     }
@@ -219,11 +223,15 @@ static int json_encode_array(lua_State *L, JsonOut *out, int idx, lua_Integer n,
 
 // One key of an object, as it will be written.
 typedef struct JsonKey {
-    const char *text;  // kept alive by the keys table
+    const char *text;  // kept alive by the entries table
     size_t length;
     int number;        // 1: the key is a number (written as its digits); sorts before an equal string
-    lua_Integer slot;  // where the original key is in the keys table: 2 * slot
+    lua_Integer slot;  // the key's text and value are at 2 * slot - 1 and 2 * slot in the entries table
 } JsonKey;
+
+/// Objects with at most this many keys sort them in an array on the C stack (kept small: the
+/// encoder recurses up to 128 levels deep).
+#define JSON_SMALL_OBJECT 8
 
 static int json_key_compare(const void *a, const void *b) {
     const JsonKey *x = a, *y = b;
@@ -235,7 +243,8 @@ static int json_key_compare(const void *a, const void *b) {
 }
 
 // Writes an object with its keys in byte order, so the same table gives the same text on every
-// run (next() order follows Lua's per-state random string hashes).
+// run (next() order follows Lua's per-state random string hashes). The keys' texts and the
+// values go into an entries table first (it keeps the texts alive), then are written sorted.
 static int json_encode_object(lua_State *L, JsonOut *out, int idx, int depth) {
     lua_Integer n = 0;
     lua_pushnil(L);                               // stack: ..., nil
@@ -245,28 +254,32 @@ static int json_encode_object(lua_State *L, JsonOut *out, int idx, int depth) {
         if (t != LUA_TSTRING && t != LUA_TNUMBER) return json_refuse(L, -1, "table key must be a number or string");
         n++;
     }
-    lua_createtable(L, (int)(n < INT_MAX / 2 ? 2 * n : 0), 0);  // stack: ..., keys
-    int keys = lua_gettop(L);
-    JsonKey *list = (JsonKey *)lua_newuserdatauv(L, sizeof(JsonKey) * (size_t)(n > 0 ? n : 1), 0);  // stack: ..., keys, list
+    lua_createtable(L, (int)(n < INT_MAX / 2 ? 2 * n : 0), 0);  // stack: ..., entries
+    int entries = lua_gettop(L);
+    JsonKey small[JSON_SMALL_OBJECT];
+    JsonKey *list = small;
+    if (n > JSON_SMALL_OBJECT) {
+        list = (JsonKey *)lua_newuserdatauv(L, sizeof(JsonKey) * (size_t)n, 0);  // stack: ..., entries, list
+    } else {
+        lua_pushnil(L);                           // stack: ..., entries, nil (the list is on the C stack)
+    }
     lua_Integer i = 0;
-    lua_pushnil(L);                               // stack: ..., keys, list, nil
-    while (lua_next(L, idx) != 0) {               // stack: ..., keys, list, key, value
-        lua_pop(L, 1);                            // stack: ..., keys, list, key
+    lua_pushnil(L);                               // stack: ..., entries, list, nil
+    while (lua_next(L, idx) != 0) {               // stack: ..., entries, list, key, value
         JsonKey *k = &list[i];
         k->slot = ++i;
+        lua_rawseti(L, entries, 2 * i);           // stack: ..., entries, list, key
         k->number = lua_type(L, -1) == LUA_TNUMBER;
-        lua_pushvalue(L, -1);                     // stack: ..., keys, list, key, key
-        lua_rawseti(L, keys, 2 * i);              // stack: ..., keys, list, key
         if (k->number) {
             char text[32];
             size_t len = json_format_number(L, -1, text);
             if (len == 0) return json_refuse(L, -1, "must not be NaN or Inf");
-            lua_pushlstring(L, text, len);        // stack: ..., keys, list, key, text
+            lua_pushlstring(L, text, len);        // stack: ..., entries, list, key, text
         } else {
-            lua_pushvalue(L, -1);                 // stack: ..., keys, list, key, text
+            lua_pushvalue(L, -1);                 // stack: ..., entries, list, key, text
         }
         k->text = lua_tolstring(L, -1, &k->length);
-        lua_rawseti(L, keys, 2 * i - 1);          // stack: ..., keys, list, key
+        lua_rawseti(L, entries, 2 * i - 1);       // stack: ..., entries, list, key
     }
     qsort(list, (size_t)n, sizeof(JsonKey), json_key_compare);
     json_add_char(L, out, '{');
@@ -274,13 +287,12 @@ static int json_encode_object(lua_State *L, JsonOut *out, int idx, int depth) {
         if (j > 0) json_add_char(L, out, ',');
         if (json_add_string(L, out, list[j].text, list[j].length) != 0) return -1;
         json_add_char(L, out, ':');
-        lua_rawgeti(L, keys, 2 * list[j].slot);   // stack: ..., keys, list, key
-        lua_rawget(L, idx);                       // stack: ..., keys, list, value
+        lua_rawgeti(L, entries, 2 * list[j].slot);  // stack: ..., entries, list, value
         if (json_encode_value(L, out, lua_gettop(L), depth) != 0) return -1;
-        lua_pop(L, 1);                            // stack: ..., keys, list
+        lua_pop(L, 1);                              // stack: ..., entries, list
     }
     json_add_char(L, out, '}');
-    lua_pop(L, 2);                                // stack: ...
+    lua_pop(L, 2);                                  // stack: ...
     return 0;
 }
 
