@@ -27,10 +27,9 @@ let package = Package(
             pkgConfig: "lua5.4",
             providers: [.apt(["liblua5.4-dev"])]
         ),
-        // lua-cjson from the system: apt-get install lua-cjson-dev (the lifeline.json codec).
-        .systemLibrary(name: "CLuaCJSON", providers: [.apt(["lua-cjson-dev"])]),
-        // Lua's macros as functions, the sandbox's C parts, and the trampolines that raise and yield.
-        .target(name: "CLuaShims", dependencies: ["CLua", "CLuaCJSON"]),
+        // Lua's macros as functions, the sandbox's C parts, the trampolines that raise and yield,
+        // and lifeline.json's codec (json.c), which allocates only through Lua.
+        .target(name: "CLuaShims", dependencies: ["CLua"]),
         // The core: lifecycle, bus, tasks, budgets, watchdog, clock, scenario, report. No Lua.
         .target(
             name: "Lifeline",
@@ -42,7 +41,7 @@ let package = Package(
             ]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.
-        .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua", "CLuaCJSON"]),
+        .target(name: "LifelineLua", dependencies: ["Lifeline", "CLuaShims", "CLua"]),
         // The real HTTP transport for `lifeline run`: async-http-client behind the core's interface.
         .target(
             name: "LifelineHTTP",

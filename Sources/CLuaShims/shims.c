@@ -1,6 +1,7 @@
 #include "CLuaShims.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -599,10 +600,18 @@ static int lifeline_cowrap(lua_State *L) {
 
 // ---------------------------------------------------------------- sandbox
 
-// Loads a text chunk from `path`: pushes the chunk and returns LUA_OK, or pushes a message that
-// names the file and returns the error status. (Lua's message for a binary chunk names no file.)
-static int lifeline_loadfile_text(lua_State *L, const char *path) {
-    int status = luaL_loadfilex(L, path, "t");  // stack: ..., chunk | message
+#define LIFELINE_LOADED "lifeline.loaded"
+#define LIFELINE_PLUGIN_DIR "lifeline.plugindir"
+/// The plugin folder's real path (every link resolved): what a plugin loads must lie below it.
+#define LIFELINE_PLUGIN_ROOT "lifeline.pluginroot"
+
+// Loads a text chunk from `path`, which must lie inside the plugin's folder (files.c): pushes the
+// chunk and returns LUA_OK, or pushes a message that names the file and returns the error
+// status, with `why` (LIFELINE_FILE_*) saying why. (Lua's message for a binary chunk names no file.)
+static int lifeline_loadfile_text(lua_State *L, const char *path, int *why) {
+    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_PLUGIN_ROOT);             // stack: ..., root
+    int status = lifeline_load_inside(L, lua_tostring(L, -1), path, why);  // stack: ..., root, chunk | message
+    lua_remove(L, -2);                                                    // stack: ..., chunk | message
     if (status != LUA_OK) {
         const char *msg = lua_tostring(L, -1);
         if (msg != NULL && strstr(msg, path) == NULL) {
@@ -612,9 +621,6 @@ static int lifeline_loadfile_text(lua_State *L, const char *path) {
     }
     return status;
 }
-
-#define LIFELINE_LOADED "lifeline.loaded"
-#define LIFELINE_PLUGIN_DIR "lifeline.plugindir"
 
 // ---------------------------------------------------------------- deterministic iteration
 
@@ -787,10 +793,18 @@ static int lifeline_require(lua_State *L) {
     candidates[0] = lua_pushfstring(L, "%s/%s.lua", dir, rel);       // stack: ..., path1
     candidates[1] = lua_pushfstring(L, "%s/%s/init.lua", dir, rel);  // stack: ..., path1, path2
     for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(candidates[i], "r");
-        if (f == NULL) continue;
-        fclose(f);
-        if (lifeline_loadfile_text(L, candidates[i]) != LUA_OK) return lua_error(L);  // stack: ..., chunk
+        int why;
+        if (lifeline_loadfile_text(L, candidates[i], &why) != LUA_OK) {  // stack: ..., message
+            if (why == LIFELINE_FILE_MISSING) {
+                lua_pop(L, 1);
+                continue;
+            }
+            if (why == LIFELINE_FILE_OUTSIDE) {
+                return luaL_error(L, "module '%s' refused: %s leads outside the plugin's folder (through a link); "
+                                     "require loads only files inside the plugin's folder", name, candidates[i]);
+            }
+            return lua_error(L);
+        }                                                                                // stack: ..., chunk
         lua_pushvalue(L, 1);                                                     // stack: ..., chunk, name
         lua_call(L, 1, 1);                                                       // stack: ..., result
         if (lua_isnil(L, -1)) {
@@ -885,6 +899,13 @@ static int lifeline_open_sandbox_protected(lua_State *L) {
     lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_LOADED);
     lua_pushstring(L, plugin_dir);
     lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_PLUGIN_DIR);
+    // Resolved once, here: a link to the plugin's folder is followed (the user made it), and
+    // what the plugin loads later must lie below where it led at the start.
+    char root[PATH_MAX];
+    if (realpath(plugin_dir, root) != NULL) {
+        lua_pushstring(L, root);
+        lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_PLUGIN_ROOT);
+    }
     lua_pushcfunction(L, lifeline_require);
     lua_setfield(L, -2, "require");               // stack: ..., _G
 
@@ -999,7 +1020,8 @@ int lifeline_call_ref_value(lua_State *L, int ref, int argref) {
 static int lifeline_run_file_thunk(lua_State *L) {
     const char *path = (const char *)lua_touserdata(L, 1);
     lua_settop(L, 0);
-    if (lifeline_loadfile_text(L, path) != LUA_OK) {  // stack: message
+    int why;
+    if (lifeline_loadfile_text(L, path, &why) != LUA_OK) {  // stack: message
         // A compile error is returned, not raised: it needs no traceback.
         lua_pushboolean(L, 0);  // stack: message, false
         lua_insert(L, -2);      // stack: false, message
@@ -1235,31 +1257,6 @@ int lifeline_is_interruption(lua_State *L, int idx) {
     return ok;
 }
 
-// Builds lifeline.json from lua-cjson's safe variant (errors come back as nil, message), with
-// nesting capped. Only encode, decode and null are exposed: the configuration functions would
-// let a plugin lift the caps.
-#define LIFELINE_JSON_DEPTH 128
-
-int luaopen_cjson_safe(lua_State *L);  // lua-cjson (Debian's header names only luaopen_cjson)
-
-static void lifeline_open_json(lua_State *L) {
-    luaopen_cjson_safe(L);  // stack: lifeline, cjson
-    static const char *const limits[] = {"decode_max_depth", "encode_max_depth", NULL};
-    for (int i = 0; limits[i]; i++) {
-        lua_getfield(L, -1, limits[i]);
-        lua_pushinteger(L, LIFELINE_JSON_DEPTH);
-        lua_call(L, 1, 0);
-    }
-    lua_createtable(L, 0, 3);  // stack: lifeline, cjson, json
-    static const char *const exposed[] = {"encode", "decode", "null", NULL};
-    for (int i = 0; exposed[i]; i++) {
-        lua_getfield(L, -2, exposed[i]);
-        lua_setfield(L, -2, exposed[i]);
-    }
-    lua_setfield(L, -3, "json");  // stack: lifeline, cjson
-    lua_pop(L, 1);                // stack: lifeline
-}
-
 // ---------------------------------------------------------------- the lifeline module
 
 #define LIFELINE_HANDLE "lifeline.handle"
@@ -1398,7 +1395,8 @@ static int lifeline_open_module_thunk(lua_State *L) {
         lua_setfield(L, -2, t->name);       // stack: lifeline
     }
     lifeline_open_store_transaction(L, spec);
-    lifeline_open_json(L);
+    lifeline_push_json(L);                  // stack: lifeline, json
+    lua_setfield(L, -2, "json");            // stack: lifeline
     lifeline_open_queues(L, spec);
     lifeline_pushbridged(L, spec->config);  // stack: lifeline, config()
     lua_call(L, 0, 1);                      // stack: lifeline, config

@@ -205,8 +205,12 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
             return completion(.response(status: status, headers: [], bytes: 0))
         }
         if attempt.kind == .upload {
-            var st = stat()
-            let size = stat(attempt.path, &st) == 0 ? Int64(st.st_size) : 0
+            let size: Int64
+            do throws(TransferError) {
+                size = try attempt.uploadSize()
+            } catch {
+                return completion(.fileFailed(error.message))
+            }
             let seconds = rate.map { Double(size) / $0 } ?? 0
             report(.progress(bytes: 0, total: size))
             return after(seconds) {
@@ -228,7 +232,7 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
             headers.append(HTTPHeader("Content-Range", "bytes \(from)-\(total - 1)/\(total)"))
         }
         headers.append(HTTPHeader("Content-Length", String(total - start)))
-        let file = DownloadFile(finalPath: attempt.path, partialPath: attempt.partialPath, resumeFrom: attempt.resumeFrom)
+        let file = DownloadFile(attempt)
         do throws(TransferError) {
             if try file.begin(status: answer, headers: headers) == .mismatch { return completion(.rangeMismatch) }
         } catch {

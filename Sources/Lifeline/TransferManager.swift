@@ -169,22 +169,21 @@ final class TransferManager {
         }
     }
 
-    private func path(_ record: TransferRecord) -> String { folder(of: record.plugin) + "/" + record.file }
+    private func partialName(_ record: TransferRecord) -> String { DownloadFile.partialName(record.file, id: record.id) }
 
-    private func partialPath(_ record: TransferRecord) -> String {
-        DownloadFile.partialPath(path(record), id: record.id)
+    private func discardPartial(_ record: TransferRecord) {
+        DownloadFile.discard(root: folder(of: record.plugin), partialName: partialName(record))
     }
 
     private func attempt(_ id: Int64) {
         guard var record = live[id] else { return }
         record.state = .running
         record.attempts += 1
-        let path = path(record)
         var resumeFrom: Int64 = 0
         var headers: [HTTPHeader] = []
         if record.kind == .download {
             // The validators kept beside the partial file, which describe its bytes.
-            let point = DownloadFile.resumePoint(partialPath(record))
+            let point = DownloadFile.resumePoint(root: folder(of: record.plugin), partialName: partialName(record))
             headers = ResumeRule.headers(
                 method: record.method, received: point.bytes, etag: point.etag, lastModified: point.lastModified)
             if !headers.isEmpty { resumeFrom = point.bytes }
@@ -195,8 +194,8 @@ final class TransferManager {
             "transferStarted", fields(record) + [("attempt", .int(Int64(record.attempts))), ("from", .int(resumeFrom))])
         let request = HTTPRequest(method: record.method, url: record.url, headers: headers, timeout: .infinity)
         let attempt = TransferAttempt(
-            kind: record.kind, request: request, path: path, partialPath: partialPath(record), resumeFrom: resumeFrom,
-            sha256: record.sha256)
+            kind: record.kind, request: request, root: folder(of: record.plugin), name: record.file, id: record.id,
+            resumeFrom: resumeFrom, sha256: record.sha256)
         let number = record.attempts
         let manager = UncheckedSendable(self)
         let executor = UncheckedSendable(self.executor)
@@ -242,7 +241,7 @@ final class TransferManager {
         case .rangeMismatch:
             // The server sent other bytes than asked for: drop the partial file and start again
             // from zero at once, without counting the attempt.
-            DownloadFile.discard(partialPath(record))
+            discardPartial(record)
             var again = record
             again.attempts -= 1
             live[id] = again
@@ -285,7 +284,7 @@ final class TransferManager {
         if let wire = running.removeValue(forKey: id)?.wire { wire.cancel() }
         if let job = retries.removeValue(forKey: id) { executor.cancel(job) }
         waiting.removeAll { $0 == id }
-        if state != .finished, record.kind == .download { DownloadFile.discard(partialPath(record)) }
+        if state != .finished, record.kind == .download { discardPartial(record) }
         record.state = state
         record.reason = reason
         save(record)

@@ -13,7 +13,8 @@ public struct TransferError: Error, Equatable, Sendable, CustomStringConvertible
 
 /// Where a plugin's transfer files may go: relative names under the plugin's own files folder
 /// (`<state-dir>/files/<plugin>/`). Absolute paths, `..`, and symbolic links that lead outside the
-/// folder are refused.
+/// folder are refused. This checks the name when the transfer is made; every later step checks
+/// again on the open folder (`TransferFolder`), so a link made in between leads nowhere.
 public struct TransferPath: Equatable, Sendable {
     /// The plugin's files folder.
     public let root: String
@@ -37,6 +38,11 @@ public struct TransferPath: Equatable, Sendable {
         guard !parts.isEmpty, parts.last != "." else { throw TransferError("'\(name)' does not name a file") }
         let clean = parts.filter { $0 != "." }.joined(separator: "/")
         let path = (root as NSString).appendingPathComponent(clean)
+        // The files folder is the host's own; a link in its place (to another plugin's, say) was
+        // not made by the host.
+        if (try? FileManager.default.attributesOfItem(atPath: root))?[.type] as? FileAttributeType == .typeSymbolicLink {
+            throw TransferError("the plugin's files folder is a link, not a folder; remove the link")
+        }
         // Walk the components without following links (lstat): a link on the way must lead to a
         // place inside root that exists; a dangling one could later be made to lead anywhere.
         let realRoot = realPath(root) ?? root

@@ -6,25 +6,49 @@ public struct TransferAttempt: Sendable {
     public var kind: TransferRecord.Kind
     /// Method, URL and headers: for a resumed download, Range and If-Range (`ResumeRule`).
     public var request: HTTPRequest
-    /// A download's final path; an upload's file to send.
-    public var path: String
-    /// Where a download's bytes go until they are verified: the transfer's own partial file.
-    public var partialPath: String
+    /// The plugin's files folder.
+    public var root: String
+    /// A download's final name, an upload's file, relative to `root` (checked by `TransferPath`).
+    public var name: String
+    /// The transfer's ledger id, which names its partial file.
+    public var id: Int64
     /// The bytes already in the partial file, which the request's Range asks the rest after.
     public var resumeFrom: Int64
     /// The expected SHA-256 of a download, lowercase hex.
     public var sha256: String?
 
     public init(
-        kind: TransferRecord.Kind, request: HTTPRequest, path: String, partialPath: String, resumeFrom: Int64,
+        kind: TransferRecord.Kind, request: HTTPRequest, root: String, name: String, id: Int64, resumeFrom: Int64,
         sha256: String?
     ) {
         self.kind = kind
         self.request = request
-        self.path = path
-        self.partialPath = partialPath
+        self.root = root
+        self.name = name
+        self.id = id
         self.resumeFrom = resumeFrom
         self.sha256 = sha256
+    }
+
+    /// The file's full path.
+    public var path: String { root + "/" + name }
+
+    /// Where a download's bytes go until they are verified, relative to `root`: its own partial file.
+    public var partialName: String { DownloadFile.partialName(name, id: id) }
+
+    /// An upload's whole file, read through its checked folder (`TransferFolder`).
+    public func uploadBytes() throws(TransferError) -> [UInt8] {
+        let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)
+        return try folder.read(leaf)
+    }
+
+    /// The size of an upload's file, read through its checked folder.
+    public func uploadSize() throws(TransferError) -> Int64 {
+        let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)
+        guard let size = folder.size(of: leaf) else {
+            throw TransferError("cannot open '\(folder.relative(leaf))': it is missing or not a plain file")
+        }
+        return size
     }
 }
 
@@ -78,52 +102,69 @@ public final class NoTransferTransport: TransferTransport {
 /// starts where the file ends (`ResumeRule`); the file gets its final name by an atomic rename
 /// once its size (and its SHA-256, when given) check out.
 ///
+/// All of it happens in the file's folder held open (`TransferFolder`), never through a path
+/// that a link could redirect; messages name files relative to the plugin's files folder.
+///
 /// The validators (ETag, Last-Modified) of the bytes in the partial file are kept beside it, in
 /// `NAME.ID.partial.validator`, written before the first byte of a new version: a host killed at
 /// any moment resumes only with the validator of the bytes it has.
 ///
 /// Threading: one thread at a time (the transport's).
 public final class DownloadFile: @unchecked Sendable {
-    public let finalPath: String
-    public let partialPath: String
+    /// The plugin's files folder, and the names under it.
+    public let root: String
+    public let name: String
+    public let partialName: String
     private let resumeFrom: Int64
+    private var folder: TransferFolder?
+    private var leaf = "", partialLeaf = ""
     private var fd: Int32 = -1
     /// Bytes in the partial file.
     public private(set) var size: Int64
     /// The whole size, from the response head, when it says.
     public private(set) var expectedSize: Int64?
 
-    /// Where the bytes of transfer `id` to `finalPath` go until they are verified. Each transfer
-    /// has its own, so a late write of a cancelled one never reaches another's bytes.
-    public static func partialPath(_ finalPath: String, id: Int64) -> String { "\(finalPath).\(id).partial" }
+    /// Where the bytes of transfer `id` to `name` go until they are verified. Each transfer has
+    /// its own, so a late write of a cancelled one never reaches another's bytes.
+    public static func partialName(_ name: String, id: Int64) -> String { "\(name).\(id).partial" }
 
-    static func validatorPath(_ partialPath: String) -> String { partialPath + ".validator" }
+    static func validatorName(_ partialName: String) -> String { partialName + ".validator" }
 
-    public init(finalPath: String, partialPath: String, resumeFrom: Int64) {
-        self.finalPath = finalPath
-        self.partialPath = partialPath
+    public init(root: String, name: String, id: Int64, resumeFrom: Int64) {
+        self.root = root
+        self.name = name
+        self.partialName = DownloadFile.partialName(name, id: id)
         self.resumeFrom = resumeFrom
         self.size = resumeFrom
+    }
+
+    /// The partial file of `attempt`.
+    public convenience init(_ attempt: TransferAttempt) {
+        self.init(root: attempt.root, name: attempt.name, id: attempt.id, resumeFrom: attempt.resumeFrom)
     }
 
     deinit { close() }
 
     /// Where a download resumes: the bytes in its partial file, and the validators they came with.
-    public static func resumePoint(_ partialPath: String) -> (bytes: Int64, etag: String?, lastModified: String?) {
-        var st = stat()
-        guard stat(partialPath, &st) == 0, st.st_size > 0,
-            let text = try? String(contentsOfFile: validatorPath(partialPath), encoding: .utf8)
+    public static func resumePoint(
+        root: String, partialName: String
+    ) -> (bytes: Int64, etag: String?, lastModified: String?) {
+        guard let (folder, leaf) = try? TransferFolder.holding(partialName, in: root, create: false),
+            let bytes = folder.size(of: leaf), bytes > 0,
+            let validators = try? folder.read(validatorName(leaf))
         else { return (0, nil, nil) }
+        let text = String(decoding: validators, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let etag = lines.count > 0 && !lines[0].isEmpty ? lines[0] : nil
         let lastModified = lines.count > 1 && !lines[1].isEmpty ? lines[1] : nil
-        return (Int64(st.st_size), etag, lastModified)
+        return (bytes, etag, lastModified)
     }
 
     /// Removes a partial file and its validators.
-    public static func discard(_ partialPath: String) {
-        unlink(partialPath)
-        unlink(validatorPath(partialPath))
+    public static func discard(root: String, partialName: String) {
+        guard let (folder, leaf) = try? TransferFolder.holding(partialName, in: root, create: false) else { return }
+        folder.remove(leaf)
+        folder.remove(validatorName(leaf))
     }
 
     /// Takes a 2xx response head: opens the partial file to append (a 206 for the bytes asked for)
@@ -146,21 +187,22 @@ public final class DownloadFile: @unchecked Sendable {
             // The new version's validators, before any of its bytes.
             let header = { (name: String) in headers.first { $0.name.lowercased() == name }?.value ?? "" }
             let text = header("etag") + "\n" + header("last-modified") + "\n"
-            guard FileManager.default.createFile(atPath: DownloadFile.validatorPath(partialPath), contents: Data(text.utf8))
-            else { throw TransferError("cannot write '\(DownloadFile.validatorPath(partialPath))'") }
+            try folder?.write(DownloadFile.validatorName(partialLeaf), Array(text.utf8))
         }
         return outcome
     }
 
     private func open(truncatingTo offset: Int64) throws(TransferError) {
         close()
-        let folder = (partialPath as NSString).deletingLastPathComponent
-        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        // O_NOFOLLOW: a link planted as the partial file is refused, never written through.
-        fd = Glibc.open(partialPath, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw TransferError("cannot open '\(partialPath)': \(errnoText())") }
+        let (folder, leaf) = try TransferFolder.holding(partialName, in: root, create: true)
+        self.folder = folder
+        self.partialLeaf = leaf
+        self.leaf = String(name.split(separator: "/").last ?? "")
+        // Opened without following a link: one planted as the partial file is refused, never written through.
+        fd = folder.open(leaf, O_WRONLY | O_CREAT)
+        guard fd >= 0 else { throw TransferError("cannot open '\(partialName)': \(errnoText())") }
         guard ftruncate(fd, off_t(offset)) == 0, lseek(fd, off_t(offset), SEEK_SET) == offset else {
-            throw TransferError("cannot prepare '\(partialPath)': \(errnoText())")
+            throw TransferError("cannot prepare '\(partialName)': \(errnoText())")
         }
         size = offset
     }
@@ -172,7 +214,7 @@ public final class DownloadFile: @unchecked Sendable {
             let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw TransferError("cannot write '\(partialPath)': \(errnoText())")
+                throw TransferError("cannot write '\(partialName)': \(errnoText())")
             }
             offset += n
         }
@@ -183,7 +225,7 @@ public final class DownloadFile: @unchecked Sendable {
     /// bodies, which are all zeros.
     public func appendZeros(_ count: Int64) throws(TransferError) {
         guard ftruncate(fd, off_t(size + count)) == 0 else {
-            throw TransferError("cannot extend '\(partialPath)': \(errnoText())")
+            throw TransferError("cannot extend '\(partialName)': \(errnoText())")
         }
         size += count
         lseek(fd, off_t(size), SEEK_SET)
@@ -217,27 +259,38 @@ public final class DownloadFile: @unchecked Sendable {
     /// host's crash or SIGKILL, not a power loss; syncing 200 MB would cost more than the download.
     public func finish(sha256: String?) -> Finish {
         close()
+        guard let folder else { return .rejected("'\(partialName)' was never opened") }
         if let expectedSize, size < expectedSize {
             return .incomplete("the body ended after \(size) of \(expectedSize) bytes")
         }
         if let expectedSize, size > expectedSize {
-            DownloadFile.discard(partialPath)
+            discard()
             return .rejected("the file has \(size) bytes, but the server announced \(expectedSize)")
         }
         if let sha256 {
-            guard let digest = DownloadFile.sha256(ofFile: partialPath) else {
-                return .rejected("cannot read '\(partialPath)' to check its sha256")
+            let file = folder.open(partialLeaf, O_RDONLY)
+            guard file >= 0, let digest = DownloadFile.sha256(of: file) else {
+                if file >= 0 { Glibc.close(file) }
+                return .rejected("cannot read '\(partialName)' to check its sha256")
             }
+            Glibc.close(file)
             guard digest == sha256.lowercased() else {
-                DownloadFile.discard(partialPath)
+                discard()
                 return .rejected("sha256 mismatch: expected \(sha256.lowercased()), got \(digest)")
             }
         }
-        guard rename(partialPath, finalPath) == 0 else {
-            return .rejected("cannot rename '\(partialPath)' to '\(finalPath)': \(errnoText())")
+        do throws(TransferError) {
+            try folder.rename(partialLeaf, to: leaf)
+        } catch {
+            return .rejected(error.message)
         }
-        unlink(DownloadFile.validatorPath(partialPath))
+        folder.remove(DownloadFile.validatorName(partialLeaf))
         return .placed
+    }
+
+    private func discard() {
+        folder?.remove(partialLeaf)
+        folder?.remove(DownloadFile.validatorName(partialLeaf))
     }
 
     /// Closes the file and keeps what it holds, for a later resume.
@@ -251,6 +304,11 @@ public final class DownloadFile: @unchecked Sendable {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }
+        return sha256(of: fd)
+    }
+
+    /// The SHA-256 of what is left to read from `fd`, lowercase hex; nil if it cannot be read.
+    static func sha256(of fd: Int32) -> String? {
         var hasher = SHA256()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }

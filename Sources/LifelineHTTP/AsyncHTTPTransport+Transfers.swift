@@ -29,14 +29,14 @@ extension AsyncHTTPTransport: TransferTransport {
             var body: HTTPClient.Body?
             if attempt.kind == .upload {
                 // The whole file is read, then sent: uploads are plugins' own files, not media.
-                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: attempt.path)))
+                let bytes = try attempt.uploadBytes()
                 uploadSize = Int64(bytes.count)
                 body = .bytes(bytes)
             }
             outgoing = try HTTPClient.Request(
                 url: url, method: HTTPMethod(rawValue: attempt.request.method), headers: headers, body: body)
-        } catch let error as CocoaError {
-            completion(.fileFailed("cannot read '\(attempt.path)': \(error.localizedDescription)"))
+        } catch let error as TransferError {
+            completion(.fileFailed(error.message))
             return NothingToCancel()
         } catch {
             completion(.failed(AsyncHTTPTransport.failure(for: error, context)))
@@ -128,7 +128,7 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
         guard attempt.kind == .download, (200..<300).contains(status) else {
             return task.eventLoop.makeSucceededVoidFuture()
         }
-        let file = DownloadFile(finalPath: attempt.path, partialPath: attempt.partialPath, resumeFrom: attempt.resumeFrom)
+        let file = DownloadFile(attempt)
         do throws(TransferError) {
             if try file.begin(status: status, headers: headers) == .mismatch {
                 return task.eventLoop.makeFailedFuture(RangeMismatch())

@@ -1,7 +1,4 @@
 import CLua
-// Imported for its link directive: the shims open lua-cjson (lifeline.json), and a module map's
-// link reaches the linker only through a Swift import.
-import CLuaCJSON
 import CLuaShims
 import Foundation
 import Lifeline

@@ -1,3 +1,4 @@
+import CLuaShims
 import Foundation
 import Lifeline
 
@@ -21,8 +22,20 @@ public enum LuaPluginLoader {
         var result: [PluginDescriptor] = []
         for name in names where !name.hasPrefix(".") {
             let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
-            guard fm.fileExists(atPath: folder + "/init.lua") else { continue }
-            let manifest = try readManifest(folder + "/plugin.toml")
+            // lstat, not a check that follows init.lua: an init.lua that is a link loop, a
+            // dangling link or a link out of the folder makes a plugin that fails to load (65),
+            // never one that is silently left out. Only a missing init.lua means "not a plugin".
+            var info = stat()
+            if lstat(folder + "/init.lua", &info) != 0 {
+                let error = errno
+                if error == ENOENT || error == ENOTDIR { continue }
+                let message = "cannot open \(folder)/init.lua: \(String(cString: strerror(error)))"
+                result.append(PluginDescriptor(name: name, kind: .lua) { () throws(LifelineError) -> any PluginInstance in
+                    throw .badInput(message)
+                })
+                continue
+            }
+            let manifest = try readManifest(folder + "/plugin.toml", in: folder)
             let memory = manifest.memoryLimit ?? PluginManifest.defaultMemoryLimit
             // Checked when the manifest was parsed.
             let network = (try? NetworkPermissions(manifest.networkPermissions)) ?? .none
@@ -36,10 +49,29 @@ public enum LuaPluginLoader {
         return result
     }
 
-    /// The manifest at `path`, or an empty one when there is no file.
-    static func readManifest(_ path: String) throws(LifelineError) -> PluginManifest {
-        guard FileManager.default.fileExists(atPath: path) else { return PluginManifest() }
-        guard let data = FileManager.default.contents(atPath: path) else {
+    /// The manifest at `path`, or an empty one when there is no file. Like the plugin's code, it
+    /// must lie inside the plugin's `folder` once links are resolved: its [config] reaches the
+    /// plugin, so a link must not hand it another plugin's.
+    static func readManifest(_ path: String, in folder: String) throws(LifelineError) -> PluginManifest {
+        var info = stat()
+        if lstat(path, &info) != 0 && (errno == ENOENT || errno == ENOTDIR) { return PluginManifest() }
+        guard let root = realpath(folder, nil) else {
+            throw .badInput("\(path):1: cannot read plugin.toml: \(String(cString: strerror(errno)))")
+        }
+        let fd = lifeline_open_inside(root, path)
+        let error = errno
+        free(root)
+        guard fd >= 0 else {
+            if error == EXDEV {
+                throw .badInput(
+                    "\(path):1: plugin.toml leads outside the plugin's folder (through a link); a plugin's files "
+                        + "must be inside its own folder")
+            }
+            let why = error == EINVAL ? "not a plain file" : String(cString: strerror(error))
+            throw .badInput("\(path):1: cannot read plugin.toml: \(why)")
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        guard let data = try? handle.readToEnd() ?? Data() else {
             throw .badInput("\(path):1: cannot read plugin.toml")
         }
         guard let text = String(data: data, encoding: .utf8) else {

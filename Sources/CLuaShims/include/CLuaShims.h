@@ -115,6 +115,20 @@ int lifeline_pcall(lua_State *L, int nargs, int nresults);
 /// to time, clock, date and difftime. `require` resolves `lifeline` and files under `plugin_dir`.
 /// Returns LUA_OK or an error status with a message on the stack.
 int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
+/// Opens `path` to read when the file it names, once every link is resolved, lies below the
+/// folder whose real path is `root`. Returns the descriptor, or -1 with errno set: EXDEV when the
+/// file lies outside, EISDIR for a folder, EINVAL for another file that is not a plain file (a
+/// FIFO, a device), else open's own (ELOOP for a link loop).
+int lifeline_open_inside(const char *root, const char *path);
+
+/// How lifeline_load_inside ended.
+enum { LIFELINE_FILE_OK = 0, LIFELINE_FILE_MISSING, LIFELINE_FILE_OUTSIDE, LIFELINE_FILE_ERROR };
+
+/// Loads the text chunk at `path` (named "@path") when it lies inside the folder whose real path
+/// is `root` (NULL: unresolved, every load fails). Pushes the chunk and returns LUA_OK, or pushes
+/// a message and returns the error status, with `why` saying whether the file was missing or
+/// outside. Raises only for memory, and never while the file is open.
+int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *why);
 /// Registers a module value under `name` for require (pops it).
 void lifeline_preload(lua_State *L, const char *name);
 
@@ -183,8 +197,12 @@ typedef struct LifelineModuleSpec {
     lifeline_store_rollback store_rollback;
 } LifelineModuleSpec;
 
+/// Pushes the `lifeline.json` table: encode, decode and null (json.c). Its functions allocate only
+/// through the state, so the plugin's memory cap counts everything they use.
+void lifeline_push_json(lua_State *L);
+
 /// Builds the `lifeline` module (global and require-able), `lifeline.log`, `lifeline.http`,
-/// `lifeline.json` (lua-cjson), `lifeline.config`, `print`, the handle metatables, and points
+/// `lifeline.json`, `lifeline.config`, `print`, the handle metatables, and points
 /// os.time, os.date and os.clock at the host's clock; protected. Returns the status.
 int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec);
 

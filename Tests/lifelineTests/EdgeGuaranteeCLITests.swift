@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs lifeline with stdout and stderr thrown away and returns its exit status and its peak
+/// resident memory (KiB), from wait4: that child's own figure, whatever other tests run meanwhile.
+private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: Int32, peakKiB: Int) {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let argv = ([CLI.binary] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, CLI.binary, &actions, nil, argv, environ)
+    guard spawned == 0 else { throw CocoaError(.executableLoad) }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return (exit, Int(usage.ru_maxrss))
+}
+
+/// Guarantees at the edges, end to end: the memory cap holds for JSON, simulate's report holds
+/// nothing of the run's temporary folders, and a plugin whose init.lua cannot be read fails.
+@Suite struct EdgeGuaranteeCLITests {
+    /// A plugin capped at 256 KiB asks lifeline.json for 125 MB of JSON (a 1,000-byte string
+    /// reached 125,000 times through shared tables) and to decode 25,000 tables.
+    static let bomb = """
+        lifeline.on('didFinishLaunching', function()
+          local leaf = {string.rep('x', 1000)}
+          local t = leaf
+          for _ = 1, 3 do local n = {} for j = 1, 50 do n[j] = t end t = n end
+          local ok, err = pcall(lifeline.json.encode, t)
+          assert(not ok and err == 'not enough memory', tostring(err))
+          t, leaf = nil, nil
+          local text = '[' .. string.rep('{},', 25000) .. '{}]'
+          local ok2, err2 = pcall(lifeline.json.decode, text)
+          assert(not ok2 and err2 == 'not enough memory', tostring(err2))
+        end)
+        """
+
+    @Test func json_pastTheCap_hostMemoryGrowsByNoMoreThanTheCapPlus1MiB() throws {
+        let cap = 256
+        let toml = "[limits]\nmemory = \"\(cap)KiB\"\n"
+        let calm = try Workspace(), bomb = try Workspace()
+        try calm.plugin("p", "lifeline.on('didFinishLaunching', function() end)", toml: toml)
+        try bomb.plugin("p", Self.bomb, toml: toml)
+        let scenario = try calm.file("s.scenario", "0s launch\n1s background\n")
+        func peak(_ ws: Workspace) throws -> Int {
+            let r = try runMeasuringPeakMemory(
+                ["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", ws.path + "/r.json"])
+            #expect(r.status == 0, "the plugin's asserts failed or the host did not finish")
+            return r.peakKiB
+        }
+        // The lowest of three runs each, so a slow moment of the machine does not count.
+        let baseline = try (0..<3).map { _ in try peak(calm) }.min()!
+        let measured = try (0..<3).map { _ in try peak(bomb) }.min()!
+        #expect(measured - baseline <= cap + 1024, "peak \(measured) KiB against \(baseline) KiB without the JSON")
+    }
+
+    @Test func simulate_transferThatCannotOpenItsFile_givesByteIdenticalReports_withARelativeName() throws {
+        let ws = try Workspace()
+        // 'a' is downloaded as a file; then 'a/b.bin' needs 'a' to be a folder, and fails.
+        try ws.plugin(
+            "p",
+            """
+            lifeline.on('didFinishLaunching', function()
+              lifeline.transfers.download{url = 'http://example.org/a', to = 'a', id = 'first'}
+            end)
+            lifeline.on('transferDidFinish', function(e)
+              if e.id == 'first' then lifeline.transfers.download{url = 'http://example.org/b', to = 'a/b.bin', id = 'second'} end
+            end)
+            lifeline.on('transferDidFail', function(e) print('failed ' .. e.id .. ': ' .. e.reason) end)
+            """, toml: "[permissions]\nnetwork = [\"example.org:*\"]\n")
+        let scenario = try ws.file("s.scenario", "0s http GET example.org/* -> 200 size=10\n0s launch\n")
+        var reports: [Data] = []
+        for run in 0..<2 {
+            let out = ws.path + "/r\(run).json"
+            let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", out])
+            #expect(r.status == 0, "\(r.stderr)")
+            reports.append(try Data(contentsOf: URL(fileURLWithPath: out)))
+        }
+        #expect(reports[0] == reports[1])
+        let report = try parseReport(String(decoding: reports[0], as: UTF8.self))
+        let ended = events(report, "transferEnded", plugin: "p").filter { $0["transfer"] as? String == "second" }
+        #expect(ended.count == 1)
+        let reason = ended.first?["reason"] as? String ?? ""
+        #expect(reason.contains("'a'"), "\(reason)")
+        #expect(reason.contains("Not a directory"), "\(reason)")
+        #expect(!reason.contains("/tmp") && !reason.contains("lifeline-state"), "\(reason)")
+    }
+
+    @Test func initLuaThatIsALinkLoop_failsTheLoad_in_simulate_and_check() throws {
+        let ws = try Workspace()
+        try ws.plugin("good", "")
+        let folder = ws.plugins + "/loop"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: folder + "/init.lua", withDestinationPath: "init.lua")
+        let scenario = try ws.file("s.scenario", "0s launch\n")
+        let simulate = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", "-"])
+        #expect(simulate.status == 65, "\(simulate.stderr)")
+        #expect(simulate.stderr.contains("loop/init.lua"), "\(simulate.stderr)")
+        #expect(simulate.stderr.contains("Too many levels of symbolic links"), "\(simulate.stderr)")
+        let check = try CLI.run(["check", "--plugins", ws.plugins])
+        #expect(check.status == 65, "\(check.stderr)")
+        #expect(check.stdout.contains("ok   good"), "\(check.stdout)")
+        #expect(check.stdout.contains("FAIL loop (lua)"), "\(check.stdout)")
+        #expect(check.stdout.contains("Too many levels of symbolic links"), "\(check.stdout)")
+    }
+
+    @Test func initLuaThatIsALinkLoop_isLoggedAndSkipped_byRun_whileTheOthersRun() throws {
+        let ws = try Workspace()
+        try ws.plugin("fine", "lifeline.on('didBecomeActive', function() print('fine is running') end)")
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/loop", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: ws.plugins + "/loop/init.lua", withDestinationPath: "init.lua")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.binary)
+        process.arguments = ["run", "--plugins", ws.plugins, "--state-dir", ws.path + "/state"]
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        let stderr = Captured(err)
+        try process.run()
+        #expect(stderr.waitFor("fine is running"))
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let text = stderr.text(waitingForEOF: true)
+        #expect(text.contains("plugin 'loop' skipped"), "\(text)")
+        #expect(text.contains("loop/init.lua: Too many levels of symbolic links"), "\(text)")
+    }
+}
