@@ -63,6 +63,54 @@ private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: In
         #expect(measured - baseline <= cap + 1024, "peak \(measured) KiB against \(baseline) KiB without the JSON")
     }
 
+    /// Each plugin, capped at 4 MiB, asks the host to keep far more than that through one API,
+    /// until the call raises Lua's memory error: 100,000 timers, subscriptions, operations, task
+    /// events, and copies of a stored value. (Background works meet the task limit first; the
+    /// Lua tests cover them under a smaller cap.)
+    static let attacks: [(String, String)] = [
+        ("timers", "lifeline.after(1000, function() end)"),
+        ("subscriptions", "lifeline.on('didEnterBackground', function() end)"),
+        ("operations", "lifeline.queue('q-' .. (n % 7)):add(function() end)"),
+        ("tasks", "lifeline.endBackgroundTask(lifeline.beginBackgroundTask('t'))"),
+        ("copies", "lifeline.store.get('big')"),
+    ]
+
+    static func attack(_ call: String) -> String {
+        """
+        lifeline.store.set('big', string.rep('x', 256 * 1024))
+        local n, ok, err = 0, true, nil
+        local keep = {}
+        local function make() keep[#keep + 1] = \(call) end
+        while ok and n < 100000 do
+          ok, err = pcall(make)
+          if ok then n = n + 1 end
+        end
+        keep = nil
+        assert(err == 'not enough memory', 'ended with ' .. tostring(err) .. ' after ' .. n)
+        """
+    }
+
+    @Test func everyAPI_pastTheCap_hostMemoryGrowsByNoMoreThanTheCapsPlus1MiBEach() throws {
+        let cap = 4096
+        let toml = "[limits]\nmemory = \"\(cap)KiB\"\n"
+        let calm = try Workspace(), hostile = try Workspace()
+        for (name, call) in Self.attacks {
+            try calm.plugin(name, "lifeline.store.set('big', string.rep('x', 256 * 1024))", toml: toml)
+            try hostile.plugin(name, Self.attack(call), toml: toml)
+        }
+        let scenario = try calm.file("s.scenario", "0s launch\n1s kill\n")
+        func peak(_ ws: Workspace) throws -> Int {
+            let r = try runMeasuringPeakMemory(
+                ["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", ws.path + "/r.json"])
+            #expect(r.status == 0, "a plugin's assert failed or the host did not finish")
+            return r.peakKiB
+        }
+        let baseline = try (0..<3).map { _ in try peak(calm) }.min()!
+        let measured = try (0..<3).map { _ in try peak(hostile) }.min()!
+        let allowed = Self.attacks.count * (cap + 1024)
+        #expect(measured - baseline <= allowed, "peak \(measured) KiB against \(baseline) KiB; allowed \(allowed) KiB more")
+    }
+
     @Test func simulate_transferThatCannotOpenItsFile_givesByteIdenticalReports_withARelativeName() throws {
         let ws = try Workspace()
         // 'a' is downloaded as a file; then 'a/b.bin' needs 'a' to be a folder, and fails.
