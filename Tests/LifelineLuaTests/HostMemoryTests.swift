@@ -79,16 +79,7 @@ private func untilItRaises(_ call: String) -> String {
         end
         mark(#copies); mark(tostring(err))
         """
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("mem-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let database = try StateDatabase.open(stateDirectory: dir)
-    let recorder = try withPluginFolder(capped("4MiB", source)) { folder in
-        var configuration = HostConfiguration()
-        configuration.database = database
-        return try Simulation.run(
-            scenario: try Scenario.parse("0s launch", fileName: "t.scenario"),
-            plugins: try LuaPluginLoader.descriptors(in: folder), configuration: configuration)
-    }
+    let recorder = try withDatabase { try simulate(capped("4MiB", source), database: $0) }
     let result = marks(recorder)
     #expect(result.last == "not enough memory", "\(result) \(pluginErrors(recorder))")
     #expect((Int(result.first ?? "") ?? 100) < 8, "\(result)")

@@ -6,24 +6,6 @@ import Testing
 
 // Issue 5: lifeline.store, a plugin's durable key-value store in the state dir's SQLite file.
 
-/// Runs `files` under `scenario` with the stores in `database` (a temporary one when nil).
-private func simulate(
-    _ files: [String: String], scenario: String = "0s launch", database: StateDatabase
-) throws -> Recorder {
-    try withPluginFolder(files) { dir in
-        var configuration = HostConfiguration()
-        configuration.database = database
-        return try Simulation.run(
-            scenario: try Scenario.parse(scenario, fileName: "t.scenario"),
-            plugins: try LuaPluginLoader.descriptors(in: dir), configuration: configuration)
-    }
-}
-
-private func withDatabase<T>(_ body: (StateDatabase) throws -> T) throws -> T {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    return try body(try StateDatabase.open(stateDirectory: dir))
-}
 
 @Test func store_values_readBackAsWritten_integersStayIntegers() throws {
     let source = """

@@ -49,22 +49,13 @@ import Testing
 }
 
 @Test func transferIdsWithNUL_areRefusedClearly() throws {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("nul-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let database = try StateDatabase.open(stateDirectory: dir)
     let source = """
         mark(select(2, pcall(lifeline.transfers.download, {url = 'http://127.0.0.1:9/x', to = 'f', id = 'a\\0b'})))
         mark(select(2, pcall(lifeline.transfers.download, {url = 'http://127.0.0.1:9/x', to = 'f\\0g'})))
         """
     var files = plugins(["p": source])
     files["p/plugin.toml"] = "[permissions]\nnetwork = [\"127.0.0.1:9\"]\n"
-    let recorder = try withPluginFolder(files) { folder in
-        var configuration = HostConfiguration()
-        configuration.database = database
-        return try Simulation.run(
-            scenario: try Scenario.parse("0s launch", fileName: "t.scenario"),
-            plugins: try LuaPluginLoader.descriptors(in: folder), configuration: configuration)
-    }
+    let recorder = try withDatabase { try simulate(files, database: $0) }
     let result = marks(recorder)
     #expect(result.first?.contains("a transfer's id must not contain a NUL byte") == true, "\(result) \(pluginErrors(recorder))")
     #expect(result.last?.contains("a transfer's file name must not contain a NUL byte") == true, "\(result)")

@@ -75,6 +75,26 @@ func simulate(
     }
 }
 
+/// Runs `files` under `scenario` with the stores (and transfers) in `database`.
+func simulate(
+    _ files: [String: String], scenario: String = "0s launch", database: StateDatabase
+) throws -> Recorder {
+    try withPluginFolder(files) { dir in
+        var configuration = HostConfiguration()
+        configuration.database = database
+        return try Simulation.run(
+            scenario: try Scenario.parse(scenario, fileName: "t.scenario"),
+            plugins: try LuaPluginLoader.descriptors(in: dir), configuration: configuration)
+    }
+}
+
+/// A state database in a fresh folder, removed afterwards.
+func withDatabase<T>(_ body: (StateDatabase) throws -> T) throws -> T {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    return try body(try StateDatabase.open(stateDirectory: dir))
+}
+
 /// Collects log lines as "level: message" (a LogHandler whose copies share one list).
 final class LogLines: LogHandler, @unchecked Sendable {
     private let lock = NSLock()

@@ -25,6 +25,18 @@ private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: In
     return (exit, Int(usage.ru_maxrss))
 }
 
+/// The peak memory (KiB) of `simulate` over `hostile`'s plugins, and over `calm`'s, each the lowest
+/// of three runs (so a slow moment of the machine does not count); every run must exit 0.
+private func peaks(calm: Workspace, hostile: Workspace, scenario: String) throws -> (calm: Int, hostile: Int) {
+    func peak(_ ws: Workspace) throws -> Int {
+        let r = try runMeasuringPeakMemory(
+            ["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", ws.path + "/r.json"])
+        #expect(r.status == 0, "a plugin's assert failed or the host did not finish")
+        return r.peakKiB
+    }
+    return (try (0..<3).map { _ in try peak(calm) }.min()!, try (0..<3).map { _ in try peak(hostile) }.min()!)
+}
+
 /// Guarantees at the edges, end to end: the memory cap holds for JSON, simulate's report holds
 /// nothing of the run's temporary folders, and a plugin whose init.lua cannot be read fails.
 @Suite struct EdgeGuaranteeCLITests {
@@ -51,15 +63,7 @@ private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: In
         try calm.plugin("p", "lifeline.on('didFinishLaunching', function() end)", toml: toml)
         try bomb.plugin("p", Self.bomb, toml: toml)
         let scenario = try calm.file("s.scenario", "0s launch\n1s background\n")
-        func peak(_ ws: Workspace) throws -> Int {
-            let r = try runMeasuringPeakMemory(
-                ["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", ws.path + "/r.json"])
-            #expect(r.status == 0, "the plugin's asserts failed or the host did not finish")
-            return r.peakKiB
-        }
-        // The lowest of three runs each, so a slow moment of the machine does not count.
-        let baseline = try (0..<3).map { _ in try peak(calm) }.min()!
-        let measured = try (0..<3).map { _ in try peak(bomb) }.min()!
+        let (baseline, measured) = try peaks(calm: calm, hostile: bomb, scenario: scenario)
         #expect(measured - baseline <= cap + 1024, "peak \(measured) KiB against \(baseline) KiB without the JSON")
     }
 
@@ -99,14 +103,7 @@ private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: In
             try hostile.plugin(name, Self.attack(call), toml: toml)
         }
         let scenario = try calm.file("s.scenario", "0s launch\n1s kill\n")
-        func peak(_ ws: Workspace) throws -> Int {
-            let r = try runMeasuringPeakMemory(
-                ["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", ws.path + "/r.json"])
-            #expect(r.status == 0, "a plugin's assert failed or the host did not finish")
-            return r.peakKiB
-        }
-        let baseline = try (0..<3).map { _ in try peak(calm) }.min()!
-        let measured = try (0..<3).map { _ in try peak(hostile) }.min()!
+        let (baseline, measured) = try peaks(calm: calm, hostile: hostile, scenario: scenario)
         let allowed = Self.attacks.count * (cap + 1024)
         #expect(measured - baseline <= allowed, "peak \(measured) KiB against \(baseline) KiB; allowed \(allowed) KiB more")
     }
