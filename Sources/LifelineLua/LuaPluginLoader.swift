@@ -52,6 +52,9 @@ public enum LuaPluginLoader {
     /// The manifest at `path`, or an empty one when there is no file. Like the plugin's code, it
     /// must lie inside the plugin's `folder` once links are resolved: its [config] reaches the
     /// plugin, so a link must not hand it another plugin's.
+    /// The largest plugin.toml the host reads.
+    static let maximumManifestBytes = 1024 * 1024
+
     static func readManifest(_ path: String, in folder: String) throws(LifelineError) -> PluginManifest {
         var info = stat()
         if lstat(path, &info) != 0 && (errno == ENOENT || errno == ENOTDIR) { return PluginManifest() }
@@ -71,8 +74,12 @@ public enum LuaPluginLoader {
             throw .badInput("\(path):1: cannot read plugin.toml: \(why)")
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        guard let data = try? handle.readToEnd() ?? Data() else {
+        // The host parses it outside any plugin's memory cap, so its size is bounded here.
+        guard let data = try? handle.read(upToCount: maximumManifestBytes + 1) ?? Data() else {
             throw .badInput("\(path):1: cannot read plugin.toml")
+        }
+        guard data.count <= maximumManifestBytes else {
+            throw .badInput("\(path):1: plugin.toml is larger than \(maximumManifestBytes / 1024) KiB, the most the host reads")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw .badInput("\(path):1: plugin.toml is not valid UTF-8")

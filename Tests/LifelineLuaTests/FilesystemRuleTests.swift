@@ -176,3 +176,17 @@ private func withOutsideFolder<T>(_ files: [String: String], _ body: (String) th
         #expect(error.message.contains("p/init.lua:3: line 3"), "\(error.message)")
     }
 }
+
+@Test func pluginToml_largerThan1MiB_isALoadFailureNotAHostAllocation() throws {
+    var files = plugins(["p": "mark('loaded')"])
+    files["p/plugin.toml"] = "[config]\nbig = \"" + String(repeating: "x", count: 1024 * 1024) + "\"\n"
+    let error = try withPluginFolder(files) { dir -> LifelineError? in
+        do throws(LifelineError) {
+            _ = try LuaPluginLoader.descriptors(in: dir)
+            return nil
+        } catch {
+            return error
+        }
+    }
+    #expect(error?.description.contains("plugin.toml is larger than 1024 KiB") == true, "\(String(describing: error))")
+}
