@@ -253,10 +253,10 @@ extension LuaModule {
         var timeoutHandler: LuaRef?
         if isTable {
             LuaModule.push(L, "onTimeout")
-            if lua_rawget(L, idx) != LUA_TNIL { timeoutHandler = ref(L, plugin, -1) ?? nil }
-            let missing = timeoutHandler == nil && lua_type(L, -1) != LUA_TNIL
+            let given = lua_rawget(L, idx) != LUA_TNIL  // readSpec checked that it is a function
+            if given { timeoutHandler = ref(L, plugin, -1) }
             lifeline_pop(L, 1)
-            if missing { return nil }
+            if given && timeoutHandler == nil { return nil }
         }
         // Nothing is made until both references, and the report's opStarted and opFinished,
         // fit under the cap.
@@ -322,7 +322,9 @@ extension LuaModule {
         let work = wait ? waitingWork(L, "addSequential with wait = true") : nil
         if wait && work == nil { return LIFELINE_RAISE }
         // All or none: what the host keeps for every operation must fit before the first is made.
-        guard HostCharge(plugin, bytes: Int(n) * 2 * LuaPlugin.recordBytes) != nil else { return LIFELINE_NOMEM }
+        guard plugin.fits(Int(n) * 2 * (LuaPlugin.recordBytes + TimelineEvent.recordedBytes)) else {
+            return LIFELINE_NOMEM
+        }
         lua_createtable(L, n, 0)  // the handles
         let list = lua_gettop(L)
         var ops: [QueueOperation] = []
