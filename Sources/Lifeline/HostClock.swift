@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// The clock the main executor runs on: virtual in `lifeline simulate`, monotonic in `lifeline run`.
 ///
@@ -25,7 +24,7 @@ public protocol HostClock: AnyObject, Sendable {
 public final class VirtualClock: HostClock, @unchecked Sendable {
     // Threading: main executor only, but for `inbox`.
     private var current = HostTime.zero
-    private let inbox = Mutex<[@Sendable () -> Void]>([])
+    private let inbox = Locked<[@Sendable () -> Void]>([])
 
     public init() {}
 

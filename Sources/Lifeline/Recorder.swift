@@ -123,7 +123,7 @@ public final class Recorder: Sendable {
         var pluginErrors = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Mirrors `termination != nil`, so the host's check after every call takes no lock.
     private let terminated = Atomic<Bool>(false)
     private let observer: (@Sendable (TimelineEvent) -> Void)?

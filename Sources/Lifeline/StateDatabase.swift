@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import Synchronization
 
 /// The host's durable state: one SQLite file, `lifeline.sqlite`, in the state dir, in WAL mode.
 /// It holds each plugin's store (issue 5) and outlives every launch of the app, and the host.
@@ -15,7 +14,7 @@ public final class StateDatabase: Sendable {
     public let path: String
     /// The connection, once made: at once for a state dir that is given, on first use for a
     /// temporary one (most simulations never touch a store).
-    private let connection = Mutex<DatabaseQueue?>(nil)
+    private let connection = Locked<DatabaseQueue?>(nil)
 
     /// The file's name inside a state dir.
     public static let fileName = "lifeline.sqlite"

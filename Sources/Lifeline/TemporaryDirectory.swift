@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
 
 /// A folder made for one run and removed when the run is over: simulate's and check's state dirs
 /// when no `--state-dir` is given.
@@ -35,7 +34,7 @@ public final class TemporaryDirectory: Sendable {
     }
 
     /// Folders made and not yet removed.
-    private static let live = Mutex<Set<String>>([])
+    private static let live = Locked<Set<String>>([])
 
     private static let exitHandler: Void = {
         atexit {

@@ -3,7 +3,6 @@ import Lifeline
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +27,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
     /// Seconds a background transfer may receive nothing before it fails with `timeout`.
     let transferIdleTimeout: Double
     public static let defaultTransferIdleTimeout: Double = 60
-    let isShutDown = Mutex(false)
+    let isShutDown = Locked(false)
 
     /// Makes the transport and its client.
     ///
@@ -237,10 +236,10 @@ private final class Exchange: Sendable {
         var timer: Scheduled<Void>?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(_ completion: @escaping @Sendable (Result<HTTPResponse, HTTPFailure>) -> Void) {
-        state = Mutex(State(completion: completion))
+        state = Locked(State(completion: completion))
     }
 
     /// Hands over the task and the deadline's timer; stops the timer if the exchange is already over.

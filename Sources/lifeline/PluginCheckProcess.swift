@@ -49,7 +49,7 @@ enum PluginCheckProcess {
         defer { running.store(0, ordering: .sequentiallyConsistent) }
         try? output.fileHandleForWriting.close()
         // Read while it runs, so that a long message cannot fill the pipe and block the process.
-        let text = Mutex("")
+        let text = Locked("")
         let read = DispatchGroup()
         read.enter()
         DispatchQueue.global().async {
