@@ -138,7 +138,10 @@ private func manifest(memory: String) -> String { "[limits]\nmemory = \"\(memory
           end)
         end)
         """
-    let recorder = try simulate(plugins(["p": source]), scenario: "0s launch\n1s background")
+    // A small cap, so the bomb ends well within the handler's 1 s even on a slow (sanitized) build.
+    var files = plugins(["p": source])
+    files["p/plugin.toml"] = manifest(memory: "1MiB")
+    let recorder = try simulate(files, scenario: "0s launch\n1s background")
     #expect(pluginErrors(recorder).first?.message.contains("memory") == true)
     #expect(recorder.termination?.kind == .backgroundTaskTimeout)
 }
