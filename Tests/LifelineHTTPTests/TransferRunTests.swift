@@ -6,13 +6,13 @@ import Testing
 // byte-identical, and the plugin hears transferDidFinish once the app runs.
 
 /// The binary: $LIFELINE_BIN (scripts/test sets it), else .build/debug/lifeline.
-private var lifelineBinary: String {
+var lifelineBinary: String {
     if let path = ProcessInfo.processInfo.environment["LIFELINE_BIN"] { return path }
     return FileManager.default.currentDirectoryPath + "/.build/debug/lifeline"
 }
 
 /// A `lifeline run` whose stderr goes to a file.
-private final class LiveRun {
+final class LiveRun {
     let process = Process()
     let log: String
 
@@ -47,7 +47,7 @@ private final class LiveRun {
     }
 }
 
-private func size(_ path: String) -> Int {
+func size(_ path: String) -> Int {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0
 }
 
