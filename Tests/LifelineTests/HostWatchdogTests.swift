@@ -387,7 +387,9 @@ struct WatchdogEscalationTests {
             configuration: configuration)
         #expect(preemptor.count == 1, "asked to stop once, at the deadline")
         #expect(calledAt.value.count == 1, "then treated as unstoppable")
-        #expect((calledAt.value.first ?? 0) >= 0.15, "not before the limit plus the grace")
+        // The limit counts from when the window opened, a little before the handler set `start`
+        // (more on a loaded or sanitized build), so only the grace is sure to lie after `start`.
+        #expect((calledAt.value.first ?? 0) >= 0.1, "not before the stop's grace has passed")
         #expect(recorder.termination?.kind == .watchdog)
         #expect(recorder.termination?.plugin == "stuck")
     }
