@@ -52,6 +52,10 @@ public final class PluginContext: @unchecked Sendable {
 
     var isCurrent: Bool { host.isCurrent(self) }
 
+    /// Whether the host keeps every event for the report (simulate, `run --report`): then the
+    /// events a plugin causes count against its memory cap.
+    public var reportKeepsEvents: Bool { host.recorder.keepsTimeline }
+
     /// Subscribes a handler that reports its own outcome (the bridge's form; Swift plugins use
     /// `on(_:perform:)`). Returns a subscription id for `cancelSubscription`.
     @discardableResult

@@ -127,7 +127,8 @@ public final class Recorder: Sendable {
     /// Mirrors `termination != nil`, so the host's check after every call takes no lock.
     private let terminated = Atomic<Bool>(false)
     private let observer: (@Sendable (TimelineEvent) -> Void)?
-    private let keepsTimeline: Bool
+    /// Whether the events are kept for the report (and so count against the plugins' caps).
+    public let keepsTimeline: Bool
     public let profileName: String
 
     /// - Parameters:

@@ -191,7 +191,7 @@ enum LuaModule {
         // An unknown id is recorded (endUnknownTask); a known one's end was counted at its begin.
         guard plugin.chargeEvents(1) else { return LIFELINE_NOMEM }
         let ended = context.endBackgroundTask(Int(id))
-        if ended { plugin.uncharge(TimelineEvent.recordedBytes) }
+        if ended { plugin.refundEvents(1) }
         lua_pushboolean(L, ended ? 1 : 0)
         return 1
     }

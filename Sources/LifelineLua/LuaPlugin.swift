@@ -76,7 +76,14 @@ public final class LuaPlugin: PluginInstance {
         if let control { lifeline_uncharge(control, bytes) }
     }
 
+    /// Gives back what `chargeEvents` counted for events that were not recorded after all.
+    func refundEvents(_ events: Int) {
+        guard context?.reportKeepsEvents ?? true else { return }
+        uncharge(events * TimelineEvent.recordedBytes)
+    }
+
     public func chargeRecorded(_ bytes: Int) {
+        guard context?.reportKeepsEvents ?? true else { return }
         if let control { lifeline_charge_always(control, bytes) }
     }
 
@@ -85,7 +92,8 @@ public final class LuaPlugin: PluginInstance {
     /// keeps every event for the run's life, so a plugin's events count against its cap: a loop
     /// that begins and ends tasks cannot grow the host without bound.
     func chargeEvents(_ events: Int, text: Int = 0) -> Bool {
-        charge(events * TimelineEvent.recordedBytes + text)
+        guard context?.reportKeepsEvents ?? true else { return true }  // `run` with no --report keeps none
+        return charge(events * TimelineEvent.recordedBytes + text)
     }
 
     /// Whether `bytes` more would fit under the cap now (after a collection if need be).

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import Lifeline
@@ -120,4 +121,23 @@ private func untilItRaises(_ call: String) -> String {
     let made = Int(result.first ?? "") ?? -1
     #expect(made > 100 && made < 256 * 1024 / (2 * TimelineEvent.recordedBytes), "\(made)")
     #expect(recorder.timeline.count < 2 * 1024, "\(recorder.timeline.count) events")
+}
+
+@Test func taskEvents_countOnlyWhenTheReportKeepsThem() throws {
+    // `run` with no --report keeps no event, so a plugin's cap does not shrink with its tasks.
+    let source = """
+        for i = 1, 5000 do lifeline.endBackgroundTask(lifeline.beginBackgroundTask('t')) end
+        print('done')
+        """
+    try withPluginFolder(capped("256KiB", source)) { dir in
+        let logs = LogLines()
+        var configuration = HostConfiguration()
+        configuration.pluginLogger = { Logger(label: "plugin.\($0)") { _ in logs } }
+        let host = LifelineHost(
+            configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
+            executor: MainExecutor(clock: VirtualClock()), recorder: Recorder(profileName: "ios13", keepsTimeline: false))
+        defer { host.shutdown() }
+        try host.perform(.launch)
+        #expect(logs.lines.contains("info: done"), "\(logs.lines)")
+    }
 }
