@@ -497,7 +497,10 @@ public final class LifelineHost {
             return
         case .raised(let message, let traceback):
             recorder.notePluginError()
-            plugins[index].instance.chargeRecorded(TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
+            if plugins.indices.contains(index) {
+                plugins[index].instance.chargeRecorded(
+                    TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
+            }
             record(
                 "pluginError", ("plugin", .string(plugin)), ("message", .string(message)),
                 ("traceback", .string(traceback)))
@@ -1015,8 +1018,10 @@ public final class LifelineHost {
     /// coroutine the host resumed, for instance).
     func reportError(_ context: PluginContext, message: String, traceback: String, handler: String) {
         recorder.notePluginError()
-        plugins[context.index].instance.chargeRecorded(
-            TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
+        if plugins.indices.contains(context.index) {
+            plugins[context.index].instance.chargeRecorded(
+                TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
+        }
         record(
             "pluginError", ("plugin", .string(context.pluginName)), ("message", .string(message)),
             ("traceback", .string(traceback)))
