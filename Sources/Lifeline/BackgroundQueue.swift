@@ -1,4 +1,4 @@
-/// The Swift face of operation queues (issue 4): a `BackgroundQueue` is one of the host's named
+/// The Swift face of operation queues: a `BackgroundQueue` is one of the host's named
 /// queues, seen by one plugin, which owns the operations it adds.
 ///
 /// ```swift

@@ -19,7 +19,7 @@ public struct HTTPHeader: Equatable, Sendable {
     }
 }
 
-/// A request a plugin makes (issue 3): Lua's `lifeline.http.request{...}` and Swift's
+/// A request a plugin makes: Lua's `lifeline.http.request{...}` and Swift's
 /// `PluginContext.http(_:)` build the same value.
 public struct HTTPRequest: Equatable, Sendable {
     public var method: String

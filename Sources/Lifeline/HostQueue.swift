@@ -1,4 +1,4 @@
-/// Operation queues (issue 4): Backgroundable's queues, on the host's executor and budgets.
+/// Operation queues: Backgroundable's queues, on the host's executor and budgets.
 ///
 /// A queue runs operations in the order they were added, at most `maxConcurrent` at once. While it
 /// has running operations, or pending ones it may start, it holds exactly one background task: it

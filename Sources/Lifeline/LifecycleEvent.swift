@@ -7,7 +7,7 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     case willEnterForeground
     case willTerminate
     case didReceiveMemoryWarning
-    /// A background transfer's bytes so far (issue 5): at most 4 a second per transfer, and only
+    /// A background transfer's bytes so far: at most 4 a second per transfer, and only
     /// while the app is running.
     case transferProgress
     /// A background transfer finished: its file is complete and verified under its final name.

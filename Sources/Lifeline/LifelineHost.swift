@@ -37,7 +37,7 @@ public struct HostConfiguration: Sendable {
     public var database: StateDatabase?
     /// Where background transfers go: the scripted network in simulate, a real client in run.
     public var transferTransport: any TransferTransport = NoTransferTransport()
-    /// Background transfers that run at once; the rest wait in order (issue 5).
+    /// Background transfers that run at once; the rest wait in order.
     public var transferLimit = TransferManager.defaultLimit
     /// Seeds the retry jitter, for runs that must repeat exactly (simulate); nil: random.
     public var transferJitterSeed: UInt64?
@@ -115,13 +115,13 @@ public final class LifelineHost {
     let swiftSlices = HostTaskExecutor.Queue()
     /// Swift slices that became ready while the app was suspended, in the order they did.
     private var heldSwiftSlices: [(PluginContext, () -> Void)] = []
-    /// Operation queues of this launch, by name (issue 4).
+    /// Operation queues of this launch, by name.
     private var queues: [String: HostQueue] = [:]
     /// Operation ids are unique for the host's life.
     private var nextOperationID = 1
     /// The plugins' stores, by plugin name: they outlive every launch of the app.
     private var stores: [String: PluginStore] = [:]
-    /// Background transfers and their undelivered events: the host's, not the app's (issue 5).
+    /// Background transfers and their undelivered events: the host's, not the app's.
     private var transfers: TransferManager?
     private var transferLedger: TransferLedger?
     /// Set while transfer events are being delivered, so a delivery never nests.
@@ -721,7 +721,7 @@ public final class LifelineHost {
         if let timer = timers.removeValue(forKey: id) { executor.cancel(timer.job) }
     }
 
-    // MARK: - Waits (issue 3)
+    // MARK: - Waits
 
     /// Calls `completion(true)` after `seconds` on the host's clock (as an app job: held while the
     /// app is suspended), or `completion(false)` if the app ends first.
@@ -797,7 +797,7 @@ public final class LifelineHost {
     /// Whether the app is running and no rule has stopped it.
     var isRunning: Bool { appRunning && !isStopped }
 
-    // MARK: - Stores (issue 5)
+    // MARK: - Stores
 
     /// The plugin's store, made on first use.
     func store(_ context: PluginContext) throws(StoreError) -> PluginStore {
@@ -811,7 +811,7 @@ public final class LifelineHost {
         return store
     }
 
-    // MARK: - Background transfers (issue 5)
+    // MARK: - Background transfers
 
     private func startTransfers(_ database: StateDatabase) {
         let ledger = TransferLedger(database: database)
@@ -954,7 +954,7 @@ public final class LifelineHost {
         return true
     }
 
-    // MARK: - Operation queues (issue 4)
+    // MARK: - Operation queues
 
     /// Why a queue cannot be had.
     public struct QueueError: Error, Equatable, Sendable {

@@ -1,4 +1,4 @@
-/// The Swift async API (issue 3): scoped background tasks, an `AsyncSequence` wrapper, and
+/// The Swift async API: scoped background tasks, an `AsyncSequence` wrapper, and
 /// waiting on the host's clock and network.
 ///
 /// Async plugin code runs on the main executor: start it with `PluginContext.task`, whose jobs the

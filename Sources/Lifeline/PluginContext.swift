@@ -103,7 +103,7 @@ public final class PluginContext: @unchecked Sendable {
     /// Cancels a timer; harmless if it fired or was cancelled already.
     public func cancelTimer(_ id: Int) { if isCurrent { host.cancelTimer(id) } }
 
-    // MARK: - Waiting (issue 3): the forms the bridge builds on; Swift code uses the async API.
+    // MARK: - Waiting: the forms the bridge builds on; Swift code uses the async API.
 
     /// Calls `completion(true)` after `seconds` on the host's clock, or `completion(false)` if the
     /// app ends first. Returns an id for `cancelWait` (0 if the app is not running).
@@ -141,14 +141,14 @@ public final class PluginContext: @unchecked Sendable {
         host.reportError(self, message: message, traceback: traceback, handler: handler)
     }
 
-    /// The plugin's durable store (issue 5). It lives in the state dir's database, so it outlives
+    /// The plugin's durable store. It lives in the state dir's database, so it outlives
     /// this launch of the app and the host. Throws when the host has no state dir.
     public func store() throws(StoreError) -> PluginStore {
         guard isCurrent else { throw StoreError("the app is not running, so the store cannot be used") }
         return try host.store(self)
     }
 
-    // MARK: - Background transfers (issue 5)
+    // MARK: - Background transfers
 
     /// Starts a background download of `url` into `file`, a name relative to the plugin's files
     /// folder (`<state-dir>/files/<plugin>/`). The file appears under that name only once it is

@@ -8,7 +8,7 @@ public struct StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String { message }
 }
 
-/// One plugin's durable key-value store (issue 5): `lifeline.store` in Lua, `context.store` in Swift.
+/// One plugin's durable key-value store: `lifeline.store` in Lua, `context.store` in Swift.
 ///
 /// - Values are JSON values: strings, numbers, booleans, and tables (arrays and objects) of them.
 /// - Each plugin sees only its own keys: every row carries the plugin's name.

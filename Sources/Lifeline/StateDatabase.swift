@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// The host's durable state: one SQLite file, `lifeline.sqlite`, in the state dir, in WAL mode.
-/// It holds each plugin's store (issue 5) and outlives every launch of the app, and the host.
+/// It holds each plugin's store and outlives every launch of the app, and the host.
 ///
 /// A write returns once SQLite has committed it to the write-ahead log. With `synchronous =
 /// NORMAL`, a committed write survives the host being killed (SIGKILL); only a power cut can lose

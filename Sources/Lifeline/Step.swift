@@ -9,7 +9,7 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
     case memoryWarning
     case terminate
     case kill
-    /// The user swiped the app away (issue 5): its background transfers are cancelled with reason
+    /// The user swiped the app away: its background transfers are cancelled with reason
     /// `userForceQuit`, then it is killed.
     case forceQuit
 

@@ -1,6 +1,6 @@
 import GRDB
 
-/// One background transfer as the host keeps it (issue 5).
+/// One background transfer as the host keeps it.
 public struct TransferRecord: Equatable, Sendable {
     public enum Kind: String, Sendable { case download, upload }
     public enum State: String, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Background transfers (issue 5), owned by the host and not by the app: no budget of the app's
+/// Background transfers, owned by the host and not by the app: no budget of the app's
 /// applies, and they go on while the app is suspended or not running. It carries out the pure
 /// rules (`RetryPolicy`, `ResumeRule`, `ProgressThrottle`) and keeps every change in the ledger,
 /// so a host started again on the same state dir resumes where this one stopped.
@@ -10,7 +10,7 @@ import Foundation
 ///
 /// Threading: main executor only. Transports report from any thread; their reports are posted.
 final class TransferManager {
-    /// Transfers at once, by default (issue 5).
+    /// Transfers at once, by default.
     static let defaultLimit = 4
 
     struct Callbacks {

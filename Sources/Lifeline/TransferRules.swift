@@ -1,6 +1,6 @@
 import Foundation
 
-// The rules of background transfers (issue 5), as pure values: they take what happened and the
+// The rules of background transfers, as pure values: they take what happened and the
 // time, and say what to do. The transfer runtime carries them out; tests drive them with plain
 // numbers.
 

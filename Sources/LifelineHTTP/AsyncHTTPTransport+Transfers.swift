@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// Background transfers on async-http-client (issue 5): a download streams its body into the
+/// Background transfers on async-http-client: a download streams its body into the
 /// partial file through `DownloadFile`, on the connection's event loop, and gets its final name
 /// only once verified; an upload sends its file. There is no overall timeout, since a large file
 /// may take long, but a transfer that receives nothing for `transferIdleTimeout` seconds fails

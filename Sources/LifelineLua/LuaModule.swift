@@ -258,7 +258,7 @@ enum LuaModule {
         return 0
     }
 
-    // MARK: - Async work (issue 3)
+    // MARK: - Async work
 
     /// lifeline.background([name], fn, ...) -> task
     static let background: lifeline_bridged = { L in

@@ -109,7 +109,7 @@ final class LuaOperation: QueueOperationBody {
     }
 }
 
-/// `lifeline.queue` and the methods of queues and operations (issue 4).
+/// `lifeline.queue` and the methods of queues and operations.
 extension LuaModule {
     /// The queue a method is called on (its name is in the handle), or pushes why not.
     private static func queue(_ L: OpaquePointer, _ fname: String) -> (LuaPlugin, BackgroundQueue)? {

@@ -2,7 +2,7 @@ import CLua
 import CLuaShims
 import Lifeline
 
-/// `lifeline.store`: a plugin's durable key-value store (issue 5), bridged to `PluginStore`.
+/// `lifeline.store`: a plugin's durable key-value store, bridged to `PluginStore`.
 ///
 /// Values cross as JSON values: strings, numbers (integers stay integers), booleans, and tables
 /// that are arrays (keys 1..n) or have string keys only. `transaction` is built in C (see

@@ -2,7 +2,7 @@ import CLua
 import CLuaShims
 import Lifeline
 
-/// `lifeline.transfers`: background downloads and uploads that the host owns (issue 5), bridged to
+/// `lifeline.transfers`: background downloads and uploads that the host owns, bridged to
 /// `PluginContext`'s transfer calls. Every problem (a bad URL, a file name outside the plugin's
 /// folder, a host the plugin may not reach, no state dir) raises a clear error.
 enum LuaTransfers {
