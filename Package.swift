@@ -55,7 +55,7 @@ let package = Package(
         ),
         // Swift plugins compiled into the host.
         .target(
-            name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift", exclude: ["scenarios"]),
+            name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift", exclude: ["scenarios", "plugin.toml"]),
         // The CLI: parses, then calls the libraries.
         .executableTarget(
             name: "lifeline",

@@ -1282,7 +1282,7 @@ static int lifeline_log_thunk(lua_State *L) {
     luaL_pushresult(&b);  // stack: args..., line
     size_t len;
     const char *line = lua_tolstring(L, -1, &len);
-    sink(L, level, line, len);
+    if (sink(L, level, line, len) == LIFELINE_NOMEM) return lifeline_raise_nomem(L);
     return 0;
 }
 

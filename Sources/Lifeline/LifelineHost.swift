@@ -41,6 +41,9 @@ public struct HostConfiguration: Sendable {
     public var transferLimit = TransferManager.defaultLimit
     /// Seeds the retry jitter, for runs that must repeat exactly (simulate); nil: random.
     public var transferJitterSeed: UInt64?
+    /// Whether every call into plugin code is noted with its real duration (`Recorder.handlerCalls`),
+    /// for the pictures. Off by default: it costs two clock reads a call.
+    public var recordsHandlerCalls = false
 
     public init(
         profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,
@@ -124,6 +127,8 @@ public final class LifelineHost {
     /// Background transfers and their undelivered events: the host's, not the app's.
     private var transfers: TransferManager?
     private var transferLedger: TransferLedger?
+    /// When each unfinished transfer's progress was last recorded, in seconds.
+    private var progressRecorded: [String: Double] = [:]
     /// Set while transfer events are being delivered, so a delivery never nests.
     private var deliveringTransferEvents = false
     /// Set when an event arrived while the app was suspended: if the app then ends without
@@ -174,11 +179,11 @@ public final class LifelineHost {
         self.configuration = configuration
         self.profile = configuration.profile
         self.epochAtStart = configuration.epochAtStart ?? Date().timeIntervalSince1970
-        self.logger = configuration.logger
+        self.logger = HostLogHandler.wrap(configuration.logger, now: { executor.now })
         self.pluginLogger = configuration.pluginLogger
         self.descriptors = plugins.sorted { $0.name < $1.name }
         self.executor = executor
-        let recorder = recorder ?? Recorder(profileName: configuration.profile.name)
+        let recorder = recorder ?? Recorder(profile: configuration.profile)
         self.recorder = recorder
         self.tasks = TaskRegistry(taskLimit: configuration.profile.taskLimit)
         let fatal = configuration.onUnpreemptibleOverrun
@@ -241,7 +246,9 @@ public final class LifelineHost {
             if step == .launchInBackground { return }
             step = .foreground
         }
+        let wasSuspended = lifecycle.state == .suspended
         let actions = try lifecycle.apply(step)
+        recordStep(step, suspended: wasSuspended)
         for action in actions {
             // Stop once the app ended, or a plugin failed to load (SPEC 7: nothing runs then).
             if case .startApp = action {} else if !appRunning || isStopped { return }
@@ -261,6 +268,18 @@ public final class LifelineHost {
             transferEventQueued(relaunch: true)
         }
         if step == .forceQuit { transferEventsHeld = false }
+    }
+
+    /// Steps with no notification of their own still leave a trace in the report, so a reader
+    /// sees why the app ended or what it was told.
+    private func recordStep(_ step: Step, suspended: Bool) {
+        switch step {
+        case .memoryWarning: suspended ? record("memoryWarning", ("dropped", .bool(true))) : record("memoryWarning")
+        case .kill: record("killed")
+        case .forceQuit: record("forceQuit")
+        case .terminate where suspended: record("endedWhileSuspended")
+        default: break
+        }
     }
 
     /// The reason a force-quit gives the transfers it cancels, as iOS does.
@@ -557,11 +576,19 @@ public final class LifelineHost {
         let target = WatchdogTarget(
             subject: plugins[index].watchdogSubject, handler: window.handler, limit: window.limit, time: now)
         watchdog.arm(deadline: window.deadline, target: target)
+        let started = configuration.recordsHandlerCalls ? Monotonic.nanoseconds() : 0
+        let startedAt = now
         callDepth += 1
         let outcome = body()
         callDepth -= 1
         let fired = watchdog.disarm()
         instance.resetPreemption()
+        if configuration.recordsHandlerCalls {
+            recorder.recordCall(
+                HandlerCall(
+                    time: startedAt, plugin: target.plugin, handler: window.handler,
+                    milliseconds: Double(Monotonic.nanoseconds() &- started) / 1e6))
+        }
         return (outcome, fired)
     }
 
@@ -635,7 +662,8 @@ public final class LifelineHost {
     private func endTask(_ id: Int) -> Bool {
         guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
         if !expirationHandlers.isEmpty { expirationHandlers[id] = nil }
-        recorder.record(.task(time: now, event: "taskEnded", plugin: task.plugin, task: id, expired: expired))
+        recorder.record(
+            .task(time: now, event: "taskEnded", plugin: task.plugin, task: id, name: task.name, expired: expired))
         return true
     }
 
@@ -669,13 +697,24 @@ public final class LifelineHost {
             guard tasks.isActive(task.id) else { continue }
             signalExpiration(task)
         }
-        if appRunning, tasks.anyExpiring {
-            logger.warning("Background task still not ended after expiration handlers were called")
+        if appRunning, tasks.anyExpiring { warnOfTasksLeftAfterExpiration(turnsLeft: 32) }
+    }
+
+    /// iOS's warning, only for a task that really outlives its handlers. A queue or
+    /// `lifeline.background` ends its task on a later turn, once the work the expiration stopped has
+    /// unwound; so the check waits until no job is left at this moment (a few turns at most).
+    private func warnOfTasksLeftAfterExpiration(turnsLeft: Int) {
+        scheduleAppJob { [unowned self] in
+            if turnsLeft > 0, executor.hasJobDueNow { return warnOfTasksLeftAfterExpiration(turnsLeft: turnsLeft - 1) }
+            for task in tasks.active where task.expiring {
+                let label = "plugin '\(task.plugin)' task \(task.id)" + (task.name.map { " '\($0)'" } ?? "")
+                logger.warning("Background task still not ended after expiration handlers were called: \(label)")
+            }
         }
     }
 
     private func signalExpiration(_ task: TaskRegistry.Task) {
-        recorder.record(.task(time: now, event: "taskExpiring", plugin: task.plugin, task: task.id))
+        recorder.record(.task(time: now, event: "taskExpiring", plugin: task.plugin, task: task.id, name: task.name))
         guard let handler = expirationHandlers[task.id] else { return }
         let window = openWindow(limit: profile.expirationHandlerLimit, handler: "expiration handler")
         call(handler.plugin, in: window, handler.callback)
@@ -922,28 +961,46 @@ public final class LifelineHost {
                 }
                 delivered = true
             }
-            if delivered { _ = dispatch(.didFinishTransferEvents, to: index, transfer: nil) }
+            if delivered { _ = dispatch(.didFinishTransferEvents, to: index, transfer: nil, recordAlways: true) }
         }
     }
 
     private func transferProgress(plugin: String, id: String, received: Int64, total: Int64?) {
+        // The report samples progress: at most one event per transfer per virtual second, and the
+        // last one, so a long download is a few lines, not hundreds.
+        let last = progressRecorded[id]
+        let complete = total.map { received >= $0 } ?? false
+        if last == nil || now.seconds - last! >= 1 || complete {
+            progressRecorded[id] = complete ? nil : now.seconds
+            var fields: [(String, JSONValue)] = [
+                ("plugin", .string(plugin)), ("transfer", .string(id)), ("received", .int(received)),
+            ]
+            if let total { fields.append(("total", .int(total))) }
+            record("transferProgress", fields)
+        }
         guard isRunning, visibleState != .suspended, callDepth == 0,
             let index = plugins.firstIndex(where: { $0.context.pluginName == plugin && !$0.context.isUnloaded })
         else { return }
         _ = dispatch(.transferProgress, to: index, transfer: TransferEventInfo(id: id, received: received, total: total))
     }
 
-    /// Sends an event to one plugin's handlers; false if it has none.
-    private func dispatch(_ name: LifecycleEventName, to index: Int, transfer: TransferEventInfo?) -> Bool {
+    /// Sends an event to one plugin's handlers; false if it has none. The event is recorded when
+    /// it has handlers, or always with `recordAlways`; `transferProgress` is recorded by
+    /// `transferProgress` itself, sampled.
+    private func dispatch(
+        _ name: LifecycleEventName, to index: Int, transfer: TransferEventInfo?, recordAlways: Bool = false
+    ) -> Bool {
         let list = subscriptions[name.ordinal].filter { $0.plugin == index && !$0.cancelled }
-        guard !list.isEmpty else { return false }
-        var fields: [(String, JSONValue)] = [("plugin", .string(plugins[index].context.pluginName))]
-        if let transfer {
-            fields.append(("transfer", .string(transfer.id)))
-            if let reason = transfer.reason { fields.append(("reason", .string(reason))) }
-            if let received = transfer.received { fields.append(("received", .int(received))) }
+        if list.isEmpty && !recordAlways { return false }
+        if name != .transferProgress {
+            var fields: [(String, JSONValue)] = [("plugin", .string(plugins[index].context.pluginName))]
+            if let transfer {
+                fields.append(("transfer", .string(transfer.id)))
+                if let reason = transfer.reason { fields.append(("reason", .string(reason))) }
+            }
+            record(name.rawValue, fields)
         }
-        record(name.rawValue, fields)
+        guard !list.isEmpty else { return false }
         let event = LifecycleEvent(name: name, time: now.seconds, state: visibleState, transfer: transfer)
         let window = openWindow(limit: profile.limit(for: name), handler: name.rawValue)
         for subscription in list {
@@ -1029,6 +1086,11 @@ public final class LifelineHost {
     }
 
     // MARK: - Recording
+
+    /// A line a plugin wrote (print, lifeline.log, a Swift plugin's logger): a `log` event.
+    func recordLog(plugin: String, level: Logger.Level, message: String) {
+        record("log", ("plugin", .string(plugin)), ("level", .string(level.reportName)), ("message", .string(message)))
+    }
 
     private func record(_ event: String, _ fields: (String, JSONValue)...) { record(event, fields) }
 

@@ -108,6 +108,9 @@ public final class MainExecutor {
         heap.contains { !cancelled.contains($0.seq) } || lane[laneHead...].contains { !cancelled.contains($0!.seq) }
     }
 
+    /// Whether a job that can run now is waiting: one due by the clock's time.
+    public var hasJobDueNow: Bool { peekRunnable().map { $0.time <= clock.now } ?? false }
+
     /// Runs jobs in order until `shouldStop` says so, the queue is empty on a virtual clock, or the
     /// next job lies past `limit`. `afterJob` runs after every job.
     public func run(until limit: HostTime? = nil, shouldStop: () -> Bool, afterJob: () -> Void = {}) {

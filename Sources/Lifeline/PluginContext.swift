@@ -47,7 +47,11 @@ public final class PluginContext: @unchecked Sendable {
         self.clock = host.executor.clock
         var logger = host.pluginLogger(pluginName)
         logger.logLevel = host.logger.logLevel
-        self.logger = logger
+        // Every line the plugin writes is also a `log` event of the report, at the host's time.
+        self.logger = HostLogHandler.wrap(logger, now: { [unowned host] in host.now }) {
+            [unowned host] level, message in
+            host.recordLog(plugin: pluginName, level: level, message: message)
+        }
     }
 
     var isCurrent: Bool { host.isCurrent(self) }

@@ -12,6 +12,12 @@ public struct PluginManifest: Equatable, Sendable {
     public var networkPermissions: [String]
     /// The free-form [config] table.
     public var config: TOMLTable
+    /// `swift = "NAME"`: this folder asks for the Swift plugin NAME compiled into the host. A
+    /// compiled-in plugin joins a run only when a folder asks for it, so `--plugins DIR` runs what
+    /// DIR holds and nothing else.
+    public var swiftPlugin: String?
+    /// The line of the `swift` key, for messages.
+    public var swiftPluginLine = 0
 
     /// The memory cap of a plugin whose manifest sets none: 32 MiB.
     public static let defaultMemoryLimit = 32 * 1024 * 1024
@@ -28,6 +34,7 @@ public struct PluginManifest: Equatable, Sendable {
         storeQuota = nil
         networkPermissions = []
         config = TOMLTable()
+        swiftPlugin = nil
     }
 
     /// Parses and checks plugin.toml. Every problem, TOML syntax included, throws
@@ -68,9 +75,14 @@ public struct PluginManifest: Equatable, Sendable {
                     }
                 }
             case "config": manifest.config = try reader.table(value, "config", line)
+            case "swift":
+                let name = try reader.string(value, "swift", line)
+                guard !name.isEmpty else { throw reader.fail(line, "swift must name a Swift plugin, as in swift = \"heartbeat\"") }
+                manifest.swiftPlugin = name
+                manifest.swiftPluginLine = line
             default:
                 let what = if case .table = value { "table [\(key)]" } else { "key '\(key)'" }
-                throw reader.fail(line, "unknown \(what); plugin.toml may contain version, description, "
+                throw reader.fail(line, "unknown \(what); plugin.toml may contain version, description, swift, "
                     + "[permissions], [limits] and [config]")
             }
         }

@@ -17,15 +17,24 @@ public struct TimelineEvent: Equatable, Sendable {
         case fields([(String, JSONValue)])
         /// plugin, task, then `name` and `expired` when given.
         case task(plugin: String, task: Int, name: String?, expired: Bool?)
-        /// plugin, queue, op, then `name` when given, then how it finished when it did.
+        /// plugin, queue, op, then `name` when given, then `result` when it finished.
         case operation(plugin: String, queue: String, op: Int, name: String?, finished: OperationEnding?)
     }
 
-    /// How a queue operation finished: the last four fields of `opFinished`.
+    /// How a queue operation finished: `opFinished`'s `result`.
     public struct OperationEnding: Sendable {
         public var timedOut, cancelled, expired, failed: Bool
         public init(timedOut: Bool, cancelled: Bool, expired: Bool, failed: Bool) {
             (self.timedOut, self.cancelled, self.expired, self.failed) = (timedOut, cancelled, expired, failed)
+        }
+
+        /// One word: `timedOut`, `cancelled` or `expired` when the host stopped it (which also
+        /// makes its body fail), else `failed` when its body raised, else `finished`.
+        public var result: String {
+            if timedOut { return "timedOut" }
+            if cancelled { return "cancelled" }
+            if expired { return "expired" }
+            return failed ? "failed" : "finished"
         }
     }
 
@@ -46,7 +55,7 @@ public struct TimelineEvent: Equatable, Sendable {
     }
 
     /// A queue operation's event (`opStarted`, `opFinished`): the fields `plugin`, `queue`, `op`,
-    /// `name` when given, and the four of `finished` when given, in that order.
+    /// `name` when given, and `result` when `finished` is given, in that order.
     public static func operation(
         time: HostTime, event: String, plugin: String, queue: String, op: Int, name: String?,
         finished: OperationEnding? = nil
@@ -71,12 +80,7 @@ public struct TimelineEvent: Equatable, Sendable {
                     ("plugin", .string(plugin)), ("queue", .string(queue)), ("op", .int(Int64(op))),
                 ]
                 if let name { fields.append(("name", .string(name))) }
-                if let f = finished {
-                    fields += [
-                        ("timedOut", .bool(f.timedOut)), ("cancelled", .bool(f.cancelled)),
-                        ("expired", .bool(f.expired)), ("failed", .bool(f.failed)),
-                    ]
-                }
+                if let f = finished { fields.append(("result", .string(f.result))) }
                 return fields
             }
         }
@@ -94,7 +98,7 @@ public struct TimelineEvent: Equatable, Sendable {
 
     /// One line for a person watching: `[  27.000s] taskEnded plugin=save-changes task=1`.
     public var humanLine: String {
-        let t = paddedSeconds(time.seconds)
+        let t = TimelineEvent.paddedSeconds(time.seconds)
         let rest = fields.map { key, value -> String in
             if case .string(let s) = value { return "\(key)=\(s.contains(" ") ? "\"\(s)\"" : s)" }
             return "\(key)=\(value.serialized())"
@@ -103,12 +107,14 @@ public struct TimelineEvent: Equatable, Sendable {
     }
 }
 
-/// Seconds with three decimals, padded to 9 columns, for the live timeline.
-func paddedSeconds(_ seconds: Double) -> String {
-    let ms = Int64((seconds * 1000).rounded())
-    let frac = String(ms % 1000)
-    let text = String(ms / 1000) + "." + String(repeating: "0", count: 3 - frac.count) + frac
-    return String(repeating: " ", count: max(0, 9 - text.count)) + text
+extension TimelineEvent {
+    /// Seconds with three decimals, padded to 9 columns, for the live timeline.
+    public static func paddedSeconds(_ seconds: Double) -> String {
+        let ms = Int64((seconds * 1000).rounded())
+        let frac = String(ms % 1000)
+        let text = String(ms / 1000) + "." + String(repeating: "0", count: 3 - frac.count) + frac
+        return String(repeating: " ", count: max(0, 9 - text.count)) + text
+    }
 }
 
 /// Collects the timeline and writes the report (SPEC 2.3).
@@ -121,6 +127,8 @@ public final class Recorder: Sendable {
         var plugins: [(String, String, String)] = []
         var termination: Termination?
         var pluginErrors = 0
+        var expectations: JSONValue?
+        var calls: [HandlerCall] = []
     }
 
     private let state = Locked(State())
@@ -130,6 +138,12 @@ public final class Recorder: Sendable {
     /// Whether the events are kept for the report (and so count against the plugins' caps).
     public let keepsTimeline: Bool
     public let profileName: String
+    /// The profile's figures, as the report's `limits` writes them; nil when only a name was given.
+    public let profile: Profile?
+
+    /// The report's format: 2 since `log` events, task names on every task event, `result` on
+    /// `opFinished`, step events, `limits` and `expectations` (docs/report.md).
+    public static let formatVersion = 2
 
     /// - Parameters:
     ///   - observer: sees each event as it is recorded (the live timeline of `run`).
@@ -139,9 +153,24 @@ public final class Recorder: Sendable {
         profileName: String, keepsTimeline: Bool = true, observer: (@Sendable (TimelineEvent) -> Void)? = nil
     ) {
         self.profileName = profileName
+        self.profile = nil
         self.keepsTimeline = keepsTimeline
         self.observer = observer
     }
+
+    /// A recorder whose report carries the profile's figures under `limits`.
+    public init(
+        profile: Profile, keepsTimeline: Bool = true, observer: (@Sendable (TimelineEvent) -> Void)? = nil
+    ) {
+        self.profileName = profile.name
+        self.profile = profile
+        self.keepsTimeline = keepsTimeline
+        self.observer = observer
+    }
+
+    /// The `expectations` list of the report (simulate sets it once the scenario's `expect`
+    /// lines are checked).
+    public func setExpectations(_ list: JSONValue) { state.withLock { $0.expectations = list } }
 
     public func record(_ event: consuming TimelineEvent) {
         observer?(event)
@@ -172,6 +201,12 @@ public final class Recorder: Sendable {
     public func notePluginError() { state.withLock { $0.pluginErrors += 1 } }
 
     public var timeline: [TimelineEvent] { state.withLock { $0.timeline } }
+
+    /// Notes a call into plugin code with its real duration, for the pictures (never the report).
+    public func recordCall(_ call: HandlerCall) { state.withLock { $0.calls.append(call) } }
+
+    /// The calls noted with `recordCall`, in the order they were made.
+    public var handlerCalls: [HandlerCall] { state.withLock { $0.calls } }
     public var termination: Termination? { state.withLock { $0.termination } }
     public var pluginErrorCount: Int { state.withLock { $0.pluginErrors } }
 
@@ -183,9 +218,27 @@ public final class Recorder: Sendable {
     public func report(with extra: Termination? = nil) -> JSONValue {
         state.withLock { s in
             let termination = s.termination ?? extra
-            return .object([
-                ("lifeline", .int(1)),
+            var object: [(String, JSONValue)] = [
+                ("lifeline", .int(Int64(Recorder.formatVersion))),
                 ("profile", .string(profileName)),
+            ]
+            if let p = profile {
+                object.append(
+                    (
+                        "limits",
+                        .object([
+                            ("budget", .number(ReportNumber.seconds(p.budget))),
+                            ("expirationLead", .number(ReportNumber.seconds(p.expirationLead))),
+                            ("launch", .number(ReportNumber.seconds(p.launchLimit))),
+                            ("didEnterBackground", .number(ReportNumber.seconds(p.backgroundLimit))),
+                            ("transition", .number(ReportNumber.seconds(p.transitionLimit))),
+                            ("willTerminate", .number(ReportNumber.seconds(p.terminateLimit))),
+                            ("expirationHandler", .number(ReportNumber.seconds(p.expirationHandlerLimit))),
+                            ("taskLimit", .int(Int64(p.taskLimit))),
+                        ])
+                    ))
+            }
+            object += [
                 ("outcome", .string(termination == nil ? "completed" : "terminated")),
                 ("termination", termination?.json ?? .null),
                 (
@@ -196,7 +249,9 @@ public final class Recorder: Sendable {
                         })
                 ),
                 ("timeline", .array(s.timeline.map(\.json))),
-            ])
+            ]
+            if let e = s.expectations { object.append(("expectations", e)) }
+            return .object(object)
         }
     }
 }

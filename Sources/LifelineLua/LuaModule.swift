@@ -27,6 +27,7 @@ enum LuaModule {
             ("backgroundTimeRemaining", backgroundTimeRemaining),
             ("state", state),
             ("now", now),
+            ("profile", profile),
             ("after", after),
             ("background", background),
             ("sleep", sleep),
@@ -208,6 +209,34 @@ enum LuaModule {
     static let state: lifeline_bridged = { L in
         guard let L else { return 0 }
         push(L, context(L)?.1.state.rawValue ?? "inactive")
+        return 1
+    }
+
+    /// lifeline.profile() -> {name, budget, expirationLead, launchLimit, backgroundLimit,
+    /// transitionLimit, terminateLimit, expirationHandlerLimit, taskLimit}: the figures in force,
+    /// flags included, so a plugin can plan its work against the budget it really has.
+    static let profile: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let plugin = LuaPlugin.from(L)
+        guard let profile = context(L)?.1.profile else { return 0 }
+        let figures: [(String, Double)] = [
+            ("budget", profile.budget), ("expirationLead", profile.expirationLead),
+            ("launchLimit", profile.launchLimit), ("backgroundLimit", profile.backgroundLimit),
+            ("transitionLimit", profile.transitionLimit), ("terminateLimit", profile.terminateLimit),
+            ("expirationHandlerLimit", profile.expirationHandlerLimit),
+        ]
+        // Pushed with the cap lifted, so it must fit first.
+        guard plugin.fits(LuaStore.tableBytes + (figures.count + 2) * (LuaStore.slotBytes + LuaStore.stringBytes + 32))
+        else { return LIFELINE_NOMEM }
+        lua_createtable(L, 0, Int32(figures.count + 2))  // stack: t
+        push(L, profile.name)
+        lua_setfield(L, -2, "name")
+        for (key, value) in figures {
+            lua_pushnumber(L, value)
+            lua_setfield(L, -2, key)
+        }
+        lua_pushinteger(L, lua_Integer(profile.taskLimit))
+        lua_setfield(L, -2, "taskLimit")  // stack: t
         return 1
     }
 
@@ -595,16 +624,23 @@ enum LuaModule {
     }
 
     /// print(...) and lifeline.log.*(...): the host log, tagged with the plugin's name.
+    /// A line the report keeps is a `log` event: it counts against the plugin's cap, so a print
+    /// loop past the cap gets Lua's memory error instead of growing the host.
     static let logSink: lifeline_log_sink = { L, level, message, length in
-        guard let L, let message else { return }
+        guard let L, let message else { return 0 }
         let plugin = LuaPlugin.from(L)
         let text = LuaPlugin.boundedText(message, length)
         let logger = plugin.context?.logger ?? Logger(label: "plugin.\(plugin.name)")
-        switch level {
-        case 0: logger.debug("\(text)")
-        case 2: logger.warning("\(text)")
-        case 3: logger.error("\(text)")
-        default: logger.info("\(text)")
-        }
+        let logLevel: Logger.Level =
+            switch level {
+            case 0: .debug
+            case 2: .warning
+            case 3: .error
+            default: .info
+            }
+        guard logLevel >= logger.logLevel else { return 0 }
+        if plugin.context != nil, !plugin.chargeEvents(1, text: text.utf8.count) { return LIFELINE_NOMEM }
+        logger.log(level: logLevel, "\(text)")
+        return 0
     }
 }

@@ -5,22 +5,38 @@ import Lifeline
 /// Finds the Lua plugins in a folder (SPEC 2.1, 6.1): every subfolder with an `init.lua`, in name
 /// order, with its `plugin.toml` read and checked up front.
 public enum LuaPluginLoader {
+    /// One override of a plugin's [config] for a run (`--config KEY=VALUE`, or `PLUGIN.KEY=VALUE`
+    /// for one plugin): it replaces the key's value, or adds the key.
+    public struct ConfigOverride: Sendable {
+        /// The plugin it is for; nil: every plugin.
+        public var plugin: String?
+        public var key: String
+        public var value: TOMLValue
+
+        public init(plugin: String?, key: String, value: TOMLValue) {
+            self.plugin = plugin
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// A subfolder of the plugins folder that names a Swift plugin compiled into the host
+    /// (plugin.toml's `swift = "NAME"`, and no init.lua).
+    public struct SwiftPluginRequest: Sendable {
+        /// The subfolder's name.
+        public var folder: String
+        /// The compiled-in plugin it asks for.
+        public var swiftName: String
+        public var manifest: PluginManifest
+    }
+
     /// The descriptors of the plugins in `directory`. Throws (exit 65) when the folder is missing
     /// or a plugin.toml is unreadable or invalid.
-    public static func descriptors(in directory: String) throws(LifelineError) -> [PluginDescriptor] {
-        let fm = FileManager.default
-        var isDirectory: ObjCBool = false
-        guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .badInput("plugins folder '\(directory)' does not exist or is not a folder")
-        }
-        let names: [String]
-        do {
-            names = try fm.contentsOfDirectory(atPath: directory).sorted()
-        } catch {
-            throw .badInput("cannot read plugins folder '\(directory)': \(error.localizedDescription)")
-        }
+    public static func descriptors(
+        in directory: String, configOverrides: [ConfigOverride] = []
+    ) throws(LifelineError) -> [PluginDescriptor] {
         var result: [PluginDescriptor] = []
-        for name in names where !name.hasPrefix(".") {
+        for name in try subfolders(of: directory) {
             let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
             // lstat, not a check that follows init.lua: an init.lua that is a link loop, a
             // dangling link or a link out of the folder makes a plugin that fails to load (65),
@@ -36,17 +52,59 @@ public enum LuaPluginLoader {
                 continue
             }
             let manifest = try readManifest(folder + "/plugin.toml", in: folder)
+            if let swift = manifest.swiftPlugin {
+                throw .badInput(
+                    "\(folder)/plugin.toml:\(manifest.swiftPluginLine): the folder has an init.lua, so it "
+                        + "is a Lua plugin; swift = \"\(swift)\" belongs in a folder of its own, without init.lua")
+            }
             let memory = manifest.memoryLimit ?? PluginManifest.defaultMemoryLimit
             // Checked when the manifest was parsed.
             let network = (try? NetworkPermissions(manifest.networkPermissions)) ?? .none
-            let config = manifest.config
+            var config = manifest.config
+            for o in configOverrides where o.plugin == nil || o.plugin == name {
+                if let i = config.entries.firstIndex(where: { $0.key == o.key }) {
+                    config.entries[i].value = o.value
+                } else {
+                    config.entries.append((key: o.key, value: o.value, line: 0))
+                }
+            }
+            let finalConfig = config
             result.append(
                 PluginDescriptor(name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota) {
                     () throws(LifelineError) -> any PluginInstance in
-                    try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: config)
+                    try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
                 })
         }
         return result
+    }
+
+    /// The subfolders of `directory` that ask for a compiled-in Swift plugin, in name order.
+    public static func swiftPluginRequests(in directory: String) throws(LifelineError) -> [SwiftPluginRequest] {
+        var result: [SwiftPluginRequest] = []
+        for name in try subfolders(of: directory) {
+            let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
+            var info = stat()
+            // A folder with an init.lua is a Lua plugin; `descriptors` refuses a swift key there.
+            guard lstat(folder + "/init.lua", &info) != 0, lstat(folder + "/plugin.toml", &info) == 0 else { continue }
+            let manifest = try readManifest(folder + "/plugin.toml", in: folder)
+            if let swift = manifest.swiftPlugin {
+                result.append(SwiftPluginRequest(folder: name, swiftName: swift, manifest: manifest))
+            }
+        }
+        return result
+    }
+
+    private static func subfolders(of directory: String) throws(LifelineError) -> [String] {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .badInput("plugins folder '\(directory)' does not exist or is not a folder")
+        }
+        do {
+            return try fm.contentsOfDirectory(atPath: directory).sorted().filter { !$0.hasPrefix(".") }
+        } catch {
+            throw .badInput("cannot read plugins folder '\(directory)': \(error.localizedDescription)")
+        }
     }
 
     /// The manifest at `path`, or an empty one when there is no file. Like the plugin's code, it

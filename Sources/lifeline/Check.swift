@@ -23,8 +23,7 @@ struct Check: ParsableCommand {
             """
     )
 
-    @Option(help: "The folder of plugins: every subfolder with an init.lua.")
-    var plugins: String
+    @OptionGroup var pluginOptions: PluginOptions
 
     @OptionGroup var profileOptions: ProfileOptions
 
@@ -48,7 +47,7 @@ struct Check: ParsableCommand {
         // Ended by a signal, the check still removes its state dirs and the plugin's process.
         ExitOnSignals.install(before: PluginCheckProcess.killRunning)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
-            let descriptors = try loadDescriptors(plugins).sorted { $0.name < $1.name }
+            let descriptors = try pluginOptions.descriptors().sorted { $0.name < $1.name }
             let profile = try profileOptions.resolved()
             let states = try TemporaryDirectory(prefix: "lifeline-check-")
             defer { states.remove() }
@@ -85,7 +84,7 @@ struct Check: ParsableCommand {
     /// "FAIL ..." when it does not, also when the watchdog gives up on it.
     private func checkOne(_ name: String, stateDirectory: String) -> Never {
         do throws(LifelineError) {
-            guard let descriptor = try loadDescriptors(plugins).first(where: { $0.name == name }) else {
+            guard let descriptor = try pluginOptions.descriptors().first(where: { $0.name == name }) else {
                 throw .internalError("no plugin is named '\(name)'")
             }
             let label = "\(descriptor.name) (\(descriptor.kind.rawValue))"

@@ -10,7 +10,7 @@ struct LifelineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lifeline",
         abstract: "A plugin host with the app lifecycle and background-execution rules of iOS.",
-        subcommands: [Simulate.self, Run.self, Check.self, Transfers.self]
+        subcommands: [Simulate.self, Run.self, Check.self, Transfers.self, TestCommand.self]
     )
 }
 
@@ -35,23 +35,52 @@ func exitWithError(_ error: LifelineError) -> Never {
     exit(error.exitCode)
 }
 
-/// Sends the host's log to stderr, once.
+/// Sends the host's log to stderr, once, on the host's clock.
 func bootstrapLogging(level: Logger.Level) {
+    let colour = Terminal.colours(2)
     LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
+        var handler = ClockedLogHandler(label: label, colour: colour)
         handler.logLevel = level
         return handler
     }
 }
 
-/// All plugins: the Lua ones in the folder, and the Swift ones built in. Names must be unique.
-func loadDescriptors(_ directory: String) throws(LifelineError) -> [PluginDescriptor] {
-    let all = try LuaPluginLoader.descriptors(in: directory) + BuiltInPlugins.all
-    var seen: Set<String> = []
-    for d in all where !seen.insert(d.name).inserted {
-        throw .badInput("two plugins are named '\(d.name)': rename the folder in '\(directory)'")
+/// One line per log message on stderr, stamped with the host's time the way the timeline is
+/// (`[    2.000s] info plugin.flush-log: flushed 3 lines`), so a run's output has one clock. The
+/// host puts its time in the metadata `t`; a line from outside any host has no stamp.
+struct ClockedLogHandler: LogHandler {
+    let label: String
+    let colour: Bool
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
     }
-    return all
+
+    func log(event: LogEvent) {
+        var all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let time = all.removeValue(forKey: "t").flatMap { Double("\($0)") }
+        let stamp = time.map { "[\(TimelineEvent.paddedSeconds($0))s]" } ?? String(repeating: " ", count: 12)
+        let level = event.level == .warning ? "warning" : event.level.rawValue
+        var line = "\(stamp) \(level) \(label): \(event.message)"
+        if !all.isEmpty {
+            line += " " + all.keys.sorted().map { "\($0)=\(all[$0]!)" }.joined(separator: " ")
+        }
+        if colour {
+            let code =
+                switch event.level {
+                case .error, .critical: "31"
+                case .warning: "33"
+                case .debug, .trace: "2"
+                default: "36"
+                }
+            line = "\u{1B}[\(code)m\(line)\u{1B}[0m"
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
 }
 
 func writeFile(_ text: String, to path: String) throws(LifelineError) {

@@ -31,8 +31,7 @@ struct Run: ParsableCommand {
             """
     )
 
-    @Option(help: "The folder of plugins: every subfolder with an init.lua.")
-    var plugins: String
+    @OptionGroup var pluginOptions: PluginOptions
 
     @Option(help: "Where the plugins' stores and crash reports live (default: ~/.local/state/lifeline).")
     var stateDir: String?
@@ -42,16 +41,21 @@ struct Run: ParsableCommand {
 
     @OptionGroup var profileOptions: ProfileOptions
 
+    @OptionGroup var pictures: PictureOptions
+
     func run() throws {
         bootstrapLogging(level: profileOptions.level)
         let stateDirectory = stateDir ?? (NSHomeDirectory() + "/.local/state/lifeline")
         let reportPath = report
         try runReportingErrors { () throws(LifelineError) -> Int32 in
-            let descriptors = try loadDescriptors(plugins)
+            let descriptors = try pluginOptions.descriptors()
+            let colour = Terminal.colours(2)
             let recorder = Recorder(
-                profileName: try profileOptions.resolved().name, keepsTimeline: reportPath != nil
+                profile: try profileOptions.resolved(), keepsTimeline: reportPath != nil || pictures.any
             ) { event in
-                FileHandle.standardError.write(Data((event.humanLine + "\n").utf8))
+                // Log lines reach stderr through the logger, on the same clock.
+                guard event.event != "log" else { return }
+                FileHandle.standardError.write(Data((LiveLine.text(event, colour: colour) + "\n").utf8))
             }
             let clock = MonotonicClock()
             let executor = MainExecutor(clock: clock)
@@ -73,22 +77,30 @@ struct Run: ParsableCommand {
                 })
             configuration.transport = transport
             configuration.transferTransport = transport
+            configuration.recordsHandlerCalls = pictures.any
             configuration.database = try StateDatabase.open(stateDirectory: stateDirectory)
             let host = LifelineHost(
                 configuration: configuration, plugins: descriptors, executor: executor, recorder: recorder)
             let signals = SignalSteps(
                 clock: clock,
-                perform: { step in
+                perform: { signal, step in
+                    // Each signal is echoed on the timeline's clock, with what it does now.
+                    let stamp = "[\(TimelineEvent.paddedSeconds(host.now.seconds))s]"
+                    var what = step.description
+                    if step == .terminate && host.state == .suspended {
+                        what += " (the app is suspended: it ends without willTerminate, as on iOS)"
+                    }
+                    FileHandle.standardError.write(Data(LiveLine.paint("\(stamp) -- \(signal): \(what)\n", "1", colour).utf8))
                     do {
                         try host.perform(step)
                     } catch {
-                        host.logger.warning("signal ignored: \(error)")
+                        host.logger.warning("signal ignored: \(signal) asks for \(step.description), but \(error)")
                     }
                 },
                 kill: {
                     // A second SIGINT ends the app at once, even while a handler is still running:
                     // no notification, nothing more runs.
-                    FileHandle.standardError.write(Data("lifeline: killed\n".utf8))
+                    FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
                     if let reportPath {
                         try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath)
                     }
@@ -103,6 +115,9 @@ struct Run: ParsableCommand {
             } else if let reportPath {
                 try writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath)
             }
+            try pictures.write(
+                [RenderedRun(title: "lifeline run", report: recorder.report(), calls: recorder.handlerCalls)],
+                stdoutTaken: reportPath == "-")
             return recorder.exitCode
         }
     }
@@ -132,17 +147,17 @@ final class SignalSteps: @unchecked Sendable {
     private let queue = DispatchQueue(label: "lifeline.signals")
     private var interrupts = 0  // touched on `queue` only
 
-    init(clock: MonotonicClock, perform: @escaping (Step) -> Void, kill: @escaping @Sendable () -> Void) {
+    init(clock: MonotonicClock, perform: @escaping (String, Step) -> Void, kill: @escaping @Sendable () -> Void) {
         nonisolated(unsafe) let perform = perform
-        let post: @Sendable (Step) -> Void = { step in clock.post { perform(step) } }
+        let post: @Sendable (String, Step) -> Void = { signal, step in clock.post { perform(signal, step) } }
         let map: [(Int32, () -> Void)] = [
-            (SIGUSR1, { post(.background) }),
-            (SIGUSR2, { post(.foreground) }),
-            (SIGTERM, { post(.terminate) }),
-            (SIGQUIT, { post(.forceQuit) }),
+            (SIGUSR1, { post("SIGUSR1", .background) }),
+            (SIGUSR2, { post("SIGUSR2", .foreground) }),
+            (SIGTERM, { post("SIGTERM", .terminate) }),
+            (SIGQUIT, { post("SIGQUIT", .forceQuit) }),
             (SIGINT, { [unowned self] in
                 interrupts += 1
-                if interrupts == 1 { post(.terminate) } else { kill() }
+                if interrupts == 1 { post("SIGINT", .terminate) } else { kill() }
             }),
         ]
         for (signo, handler) in map {
@@ -155,4 +170,28 @@ final class SignalSteps: @unchecked Sendable {
     }
 
     func cancel() { for s in sources { s.cancel() } }
+}
+
+/// A timeline line of `lifeline run`, coloured on a terminal: lifecycle in bold, terminations and
+/// errors in red, expiry in yellow.
+enum LiveLine {
+    static func text(_ event: TimelineEvent, colour: Bool) -> String {
+        let line = event.humanLine
+        guard colour else { return line }
+        switch event.event {
+        case "terminated", "watchdog", "pluginError", "killed", "forceQuit": return paint(line, "31", true)
+        case "taskExpiring", "endUnknownTask": return paint(line, "33", true)
+        case "suspended": return paint(line, "2", true)
+        default:
+            return LifecycleEventName(rawValue: event.event) != nil && !event.event.hasPrefix("transfer")
+                ? paint(line, "1", true) : line
+        }
+    }
+
+    static func paint(_ text: String, _ code: String, _ colour: Bool) -> String {
+        guard colour else { return text }
+        let newline = text.hasSuffix("\n")
+        let body = newline ? String(text.dropLast()) : text
+        return "\u{1B}[\(code)m\(body)\u{1B}[0m" + (newline ? "\n" : "")
+    }
 }

@@ -31,10 +31,9 @@ struct Simulate: ParsableCommand {
             """
     )
 
-    @Option(help: "The folder of plugins: every subfolder with an init.lua.")
-    var plugins: String
+    @OptionGroup var pluginOptions: PluginOptions
 
-    @Option(help: "The scenario file.")
+    @Option(help: "The scenario file (steps, http lines, expect lines).")
     var scenario: String
 
     @Option(help: "Where to write the JSON report; - for stdout.")
@@ -50,6 +49,12 @@ struct Simulate: ParsableCommand {
     var until: String?
 
     @OptionGroup var profileOptions: ProfileOptions
+
+    @OptionGroup var pictures: PictureOptions
+
+    /// Where `lifeline test` has each of its processes leave the run it draws (`RenderedRun.json`).
+    @Option(help: .hidden)
+    var renderData: String?
 
     func validate() throws {
         guard watchdogScale.isFinite, watchdogScale > 0 else {
@@ -72,28 +77,49 @@ struct Simulate: ParsableCommand {
                 throw .badInput("\(scenario):1: the scenario is not valid UTF-8")
             }
             let parsed = try Scenario.parse(text, fileName: scenario)
-            let descriptors = try loadDescriptors(plugins)
+            let descriptors = try pluginOptions.descriptors()
             let limit = try until.map { u throws(LifelineError) in try Scenario.parseTime(u, at: "--until") }
-            let reportPath = report
+            let outputs = Outputs(
+                scenario: parsed, reportPath: report, pictures: pictures, renderData: renderData)
             var configuration = HostConfiguration(
                 profile: try profileOptions.resolved(), watchdogScale: watchdogScale,
                 onUnpreemptibleOverrun: { overrun in
                     // W3: Swift code cannot be stopped; give the verdict now and end the process.
                     switch overrun {
                     case .terminated(_, let recorder):
-                        if let reportPath {
-                            try? writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath)
-                        }
-                        Foundation.exit(1)
+                        Foundation.exit((try? outputs.write(recorder)) ?? 70)
                     case .loadFailed(let error):
                         exitWithError(error)
                     }
                 })
+            configuration.recordsHandlerCalls = pictures.any || renderData != nil
             if let stateDir { configuration.database = try StateDatabase.open(stateDirectory: stateDir) }
             let recorder = try Simulation.run(
                 scenario: parsed, plugins: descriptors, configuration: configuration, until: limit)
-            if let reportPath { try writeFile(recorder.report().serialized(pretty: true) + "\n", to: reportPath) }
-            return recorder.exitCode
+            return try outputs.write(recorder)
         }
+    }
+}
+
+/// What simulate writes once the run is over: the expectations' verdict on stderr, the report,
+/// the pictures. Returns the exit code.
+private struct Outputs: Sendable {
+    let scenario: Scenario
+    let reportPath: String?
+    let pictures: PictureOptions
+    let renderData: String?
+
+    func write(_ recorder: Recorder) throws(LifelineError) -> Int32 {
+        let results = Expectation.check(scenario.expectations, report: recorder.report(), fileName: scenario.fileName)
+        if !results.isEmpty { recorder.setExpectations(Expectation.reportEntries(results)) }
+        for result in results where !result.passed {
+            FileHandle.standardError.write(Data((result.message + "\n").utf8))
+        }
+        let report = recorder.report()
+        if let reportPath { try writeFile(report.serialized(pretty: true) + "\n", to: reportPath) }
+        let run = RenderedRun(title: scenario.fileName, report: report, calls: recorder.handlerCalls)
+        if let renderData { try writeFile(run.json.serialized() + "\n", to: renderData) }
+        try pictures.write([run], stdoutTaken: reportPath == "-")
+        return Expectation.exitCode(results, withoutExpectations: recorder.exitCode)
     }
 }

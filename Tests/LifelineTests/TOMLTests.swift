@@ -432,8 +432,15 @@ func manifest_memoryWithUnknownUnit_failsListingUnits(text: String) {
 
 @Test func manifest_unknownTopLevelKey_failsNamingValidOnes() {
     let message = manifestError("version = \"1\"\nname = \"x\"")
-    #expect(message == "file.toml:2: unknown key 'name'; plugin.toml may contain version, description, "
+    #expect(message == "file.toml:2: unknown key 'name'; plugin.toml may contain version, description, swift, "
         + "[permissions], [limits] and [config]")
+}
+
+@Test func manifest_swiftKey_namesTheCompiledInPlugin() throws {
+    let manifest = try PluginManifest.parse("swift = \"heartbeat\"", fileName: "file.toml")
+    #expect(manifest.swiftPlugin == "heartbeat")
+    #expect(manifestError("swift = 1")?.hasPrefix("file.toml:1: swift must be a string") == true)
+    #expect(manifestError("swift = \"\"")?.hasPrefix("file.toml:1: swift must name a Swift plugin") == true)
 }
 
 @Test func manifest_unknownTable_failsNamingValidOnes() {

@@ -162,7 +162,8 @@ int lifeline_ref_function(lua_State *L, int idx);
 void lifeline_unref(lua_State *L, int ref);
 
 /// Receives a plugin's log line (from print or lifeline.log.*): level 0 debug, 1 info, 2 warning, 3 error.
-typedef void (*lifeline_log_sink)(lua_State *L, int level, const char *message, size_t length);
+/// Returns 0, or LIFELINE_NOMEM when the line does not fit under the plugin's cap.
+typedef int (*lifeline_log_sink)(lua_State *L, int level, const char *message, size_t length);
 
 typedef struct LifelineReg {
     const char *name;

@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import Lifeline
+import LifelineLua
+
+/// Which plugins a command runs, and how their [config] is overridden for the run.
+struct PluginOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "The folder of plugins: every subfolder with an init.lua, and every subfolder whose plugin.toml "
+                + "names a compiled-in Swift plugin (swift = \"NAME\"). Nothing else joins the run."))
+    var plugins: String
+
+    @Option(
+        help: ArgumentHelp(
+            "Run only these plugins of the folder (names or folder names, separated by commas).",
+            valueName: "NAME[,NAME…]"))
+    var only: [String] = []
+
+    @Option(
+        name: .customLong("config"),
+        help: ArgumentHelp(
+            "Override a [config] key of plugin.toml for this run: KEY=VALUE for every plugin, PLUGIN.KEY=VALUE "
+                + "for one (repeatable). VALUE is read as TOML (42, true, \"text\"), else as a plain string.",
+            valueName: "[PLUGIN.]KEY=VALUE"))
+    var config: [String] = []
+
+    /// The names `--only` asks for, split at commas.
+    var onlyNames: [String] {
+        only.flatMap { $0.split(separator: ",") }.map { String($0).trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
+    func validate() throws {
+        if !only.isEmpty && onlyNames.isEmpty { throw ValidationError("--only needs at least one plugin name") }
+        for item in config {
+            guard let eq = item.firstIndex(of: "="), item[..<eq].contains(where: { $0 != " " }) else {
+                throw ValidationError("--config '\(item)' is not KEY=VALUE or PLUGIN.KEY=VALUE")
+            }
+        }
+    }
+
+    /// The plugins to run: the folder's, cut to `--only`, with `--config` applied. Names must be
+    /// unique.
+    func descriptors() throws(LifelineError) -> [PluginDescriptor] {
+        let requests = try LuaPluginLoader.swiftPluginRequests(in: plugins)
+        let luaFolders = try LuaPluginLoader.descriptors(in: plugins).map(\.name)
+        let overrides = try configOverrides(pluginNames: Set(luaFolders))
+        var all: [(folder: String, descriptor: PluginDescriptor)] = try LuaPluginLoader.descriptors(
+            in: plugins, configOverrides: overrides
+        ).map { ($0.name, $0) }
+        for request in requests {
+            guard var descriptor = BuiltInPlugins.all.first(where: { $0.name == request.swiftName }) else {
+                let known = BuiltInPlugins.all.map(\.name).sorted().joined(separator: ", ")
+                throw .badInput(
+                    "\(plugins)/\(request.folder)/plugin.toml:\(request.manifest.swiftPluginLine): no Swift plugin "
+                        + "named '\(request.swiftName)' is compiled into lifeline (compiled in: \(known))")
+            }
+            descriptor.network = (try? NetworkPermissions(request.manifest.networkPermissions)) ?? .none
+            descriptor.storeQuota = request.manifest.storeQuota
+            all.append((request.folder, descriptor))
+        }
+        var seen: Set<String> = []
+        for (_, d) in all where !seen.insert(d.name).inserted {
+            throw .badInput("two plugins are named '\(d.name)': rename a folder in '\(plugins)'")
+        }
+        let wanted = onlyNames
+        guard !wanted.isEmpty else { return all.map(\.descriptor) }
+        for name in wanted where !all.contains(where: { $0.folder == name || $0.descriptor.name == name }) {
+            let names = all.map(\.descriptor.name).sorted().joined(separator: ", ")
+            throw .usage("--only: no plugin named '\(name)' in '\(plugins)' (its plugins: \(names))")
+        }
+        return all.filter { p in wanted.contains { $0 == p.folder || $0 == p.descriptor.name } }.map(\.descriptor)
+    }
+
+    /// `--config` items as overrides. A prefix before the first `.` that names a plugin of the
+    /// folder makes the override that plugin's; otherwise the whole left side is the key.
+    private func configOverrides(pluginNames: Set<String>) throws(LifelineError) -> [LuaPluginLoader.ConfigOverride] {
+        var result: [LuaPluginLoader.ConfigOverride] = []
+        for item in config {
+            guard let eq = item.firstIndex(of: "=") else { continue }
+            var key = item[..<eq].trimmingCharacters(in: .whitespaces)
+            let valueText = String(item[item.index(after: eq)...])
+            var plugin: String?
+            if let dot = key.firstIndex(of: "."), pluginNames.contains(String(key[..<dot])) {
+                plugin = String(key[..<dot])
+                key = String(key[key.index(after: dot)...])
+            }
+            guard !key.isEmpty else { throw .usage("--config '\(item)' has no key") }
+            result.append(.init(plugin: plugin, key: key, value: PluginOptions.value(valueText)))
+        }
+        return result
+    }
+
+    /// A TOML value (`42`, `1.5`, `true`, `"text"`, `[1, 2]`) when the text is one, else the text.
+    static func value(_ text: String) -> TOMLValue {
+        if let table = try? TOML.parse("v = " + text, fileName: "--config"), let value = table["v"] {
+            return value
+        }
+        return .string(text)
+    }
+}
