@@ -1,0 +1,284 @@
+/// A run as a compact lane chart for a terminal (`--lanes`): one character per column of time.
+///
+/// ```
+/// time               0s        10s       20s
+/// app                iAbbbbbbbbbbbbbbbbbsssss
+/// budget             ---------------!--|
+/// sync upload #1     ==============!x
+/// sync               |  *    |   *
+/// events             T
+/// ```
+///
+/// Every line is at most `width` columns whatever the report holds: names are cut, control
+/// characters and wide scripts are replaced, and the legend is cut too.
+public enum LaneChart {
+    /// The chart, lines joined by newlines, with a trailing newline.
+    ///
+    /// - Parameters:
+    ///   - run: the run to draw.
+    ///   - width: the terminal's width in columns; the chart never exceeds it.
+    ///   - colour: whether to colour the chart with ANSI SGR sequences.
+    public static func text(_ run: RenderedRun, width: Int, colour: Bool) -> String {
+        guard width > 0 else { return "" }
+        let lanes = RunLanes(run)
+        // Names take about 20 columns, less on a narrow terminal, so that time keeps most of it.
+        let labelWidth = width >= 10 ? min(20, width / 3) : 0
+        let columns = width - labelWidth
+        let chart = Chart(lanes: lanes, columns: columns, labelWidth: labelWidth, colour: colour)
+        var lines: [String] = []
+        lines.append(chart.title(run.title, width: width))
+        lines.append(chart.axis())
+        lines.append(chart.stateRow())
+        if !lanes.budgets.isEmpty { lines.append(chart.budgetRow()) }
+        lines += chart.taskRows(limit: 20)
+        lines += chart.pluginRows()
+        lines.append(chart.markerRow())
+        lines += chart.failures(width: width)
+        lines.append(chart.legend(width: width))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The drawing: a row of cells per lane, each cell one character and its colour.
+    private struct Chart {
+        let lanes: RunLanes
+        let columns: Int
+        let labelWidth: Int
+        let colour: Bool
+
+        struct Cell {
+            var char: Character = " "
+            var sgr: String = ""
+        }
+
+        /// The column a time falls in, within the chart.
+        func column(_ t: Double) -> Int {
+            let x = (t - lanes.start) / lanes.duration * Double(columns)
+            return Int(RunLanes.clamp(x, 0, Double(columns - 1)))
+        }
+
+        /// The columns from `a` to `b`, at least the one of `a`.
+        func columns(_ a: Double, _ b: Double) -> ClosedRange<Int> {
+            let first = column(a)
+            return first...max(first, column(b))
+        }
+
+        /// The time in the middle of a column.
+        func time(_ column: Int) -> Double {
+            lanes.start + (Double(column) + 0.5) / Double(columns) * lanes.duration
+        }
+
+        func paint(_ cells: [Cell]) -> String {
+            var out = ""
+            var current = ""
+            for cell in cells {
+                if colour && cell.sgr != current {
+                    out += current.isEmpty ? "" : "\u{1B}[0m"
+                    if !cell.sgr.isEmpty { out += "\u{1B}[\(cell.sgr)m" }
+                    current = cell.sgr
+                }
+                out.append(cell.char)
+            }
+            if colour && !current.isEmpty { out += "\u{1B}[0m" }
+            return out
+        }
+
+        func row(_ name: String, _ cells: [Cell]) -> String {
+            label(name) + paint(cells)
+        }
+
+        /// A name cut or padded to the label column, with one space kept before the chart.
+        func label(_ text: String) -> String {
+            let room = max(labelWidth - 1, 0)
+            var chars = Array(LaneChart.safe(text))
+            if chars.count > room {
+                chars = Array(chars.prefix(max(room - 1, 0)))
+                if room > 0 { chars.append("~") }
+            }
+            let s = String(chars)
+            return s + String(repeating: " ", count: labelWidth - chars.count)
+        }
+
+        func title(_ text: String, width: Int) -> String {
+            let s = Array(LaneChart.safe(text))
+            let cut = s.count > width ? String(s.prefix(width)) : String(s)
+            return colour ? "\u{1B}[1m\(cut)\u{1B}[0m" : cut
+        }
+
+        func axis() -> String {
+            var chars = [Character](repeating: " ", count: columns)
+            // A label every ~10 columns at a round step, written only where it fits whole.
+            let step = LaneChart.niceStep(lanes.duration / Double(max(columns / 10, 1)))
+            var t = (lanes.start / step).rounded(.up) * step
+            var count = 0
+            while t <= lanes.start + lanes.duration && count < 1000 {
+                let c = column(t)
+                let text = Array(LaneChart.seconds(t))
+                if c + text.count <= columns && (c == 0 || chars[c - 1] == " ") && chars[c] == " " {
+                    let free = chars[c..<c + text.count].allSatisfy { $0 == " " }
+                    if free {
+                        for (k, ch) in text.enumerated() { chars[c + k] = ch }
+                    }
+                }
+                t += step
+                count += 1
+            }
+            let cells = chars.map { Cell(char: $0, sgr: "2") }
+            return row("time", cells)
+        }
+
+        func stateRow() -> String {
+            let cells = (0..<columns).map { c -> Cell in
+                switch lanes.state(at: time(c)) {
+                case .active: return Cell(char: "A", sgr: "32")
+                case .inactive: return Cell(char: "i", sgr: "33")
+                case .background: return Cell(char: "b", sgr: "34")
+                case .suspended: return Cell(char: "s", sgr: "35")
+                case .notRunning: return Cell(char: ".", sgr: "2")
+                }
+            }
+            return row("app", cells)
+        }
+
+        /// `-` while the budget lasts, `!` at the expiration moment, `|` where it runs out.
+        func budgetRow() -> String {
+            var cells = [Cell](repeating: Cell(), count: columns)
+            for b in lanes.budgets {
+                let last = min(b.runsOut, b.until)
+                for c in columns(b.start, last) { cells[c] = Cell(char: "-", sgr: "34") }
+                if b.runsOut <= b.until { cells[column(b.runsOut)] = Cell(char: "|", sgr: "31") }
+                if b.expiration <= b.until { cells[column(b.expiration)] = Cell(char: "!", sgr: "1;33") }
+            }
+            return row("budget", cells)
+        }
+
+        func taskRows(limit: Int) -> [String] {
+            let tasks = lanes.spans.filter { $0.kind == .task }
+            var rows: [String] = []
+            for task in tasks.prefix(limit) {
+                var cells = [Cell](repeating: Cell(), count: columns)
+                let sgr = task.failed ? "31" : "36"
+                for c in columns(task.from, task.to) { cells[c] = Cell(char: "=", sgr: sgr) }
+                for m in task.marks { cells[column(m.t)] = Cell(char: "!", sgr: "1;33") }
+                if task.outcome == "expired" { cells[column(task.to)] = Cell(char: "x", sgr: "1;31") }
+                // The plugin's name, unless the task's name already says it.
+                let name = task.label.contains(task.plugin) ? task.label : "\(task.plugin) \(task.label)"
+                rows.append(row(name, cells))
+            }
+            if tasks.count > limit {
+                rows.append(label("") + LaneChart.safeCut("… \(tasks.count - limit) more tasks", columns))
+            }
+            return rows
+        }
+
+        /// A row per plugin: `|` handler calls, `*` log lines, `W` warnings and `E` errors, the
+        /// worst winning a shared column.
+        func pluginRows() -> [String] {
+            var rows: [String] = []
+            for plugin in lanes.plugins {
+                var cells = [Cell](repeating: Cell(), count: columns)
+                var rank = [Int](repeating: 0, count: columns)
+                func put(_ t: Double, _ cell: Cell, _ r: Int) {
+                    let c = column(t)
+                    if r >= rank[c] {
+                        cells[c] = cell
+                        rank[c] = r
+                    }
+                }
+                for call in lanes.calls where call.plugin == plugin { put(call.time.seconds, Cell(char: "|", sgr: "2"), 1) }
+                for log in lanes.logs where log.text("plugin") == plugin {
+                    switch log.text("level") {
+                    case "error": put(log.t, Cell(char: "E", sgr: "1;31"), 4)
+                    case "warning": put(log.t, Cell(char: "W", sgr: "33"), 3)
+                    default: put(log.t, Cell(char: "*", sgr: "37"), 2)
+                    }
+                }
+                for m in lanes.markers where m.text("plugin") == plugin && m.name == "pluginError" {
+                    put(m.t, Cell(char: "E", sgr: "1;31"), 4)
+                }
+                if rank.allSatisfy({ $0 == 0 }) { continue }
+                rows.append(row(plugin, cells))
+            }
+            return rows
+        }
+
+        /// Terminations `T`, kills `K`, plugin errors `E`, watchdogs `W`, memory warnings `m`,
+        /// relaunches `R`, anything else `+`.
+        func markerRow() -> String {
+            var cells = [Cell](repeating: Cell(), count: columns)
+            for m in lanes.markers {
+                let cell: Cell
+                switch m.name {
+                case "terminated": cell = Cell(char: "T", sgr: "1;41;37")
+                case "killed", "forceQuit", "endedWhileSuspended": cell = Cell(char: "K", sgr: "1;31")
+                case "pluginError": cell = Cell(char: "E", sgr: "1;31")
+                case "watchdog": cell = Cell(char: "W", sgr: "1;33")
+                case "relaunch": cell = Cell(char: "R", sgr: "32")
+                case "memoryWarning", "didReceiveMemoryWarning": cell = Cell(char: "m", sgr: "35")
+                default: cell = Cell(char: "+", sgr: "2")
+                }
+                let c = column(m.t)
+                if cells[c].char != "T" { cells[c] = cell }
+            }
+            return row("events", cells)
+        }
+
+        /// A line per failed expectation and for the termination, under the chart.
+        func failures(width: Int) -> [String] {
+            var texts: [String] = []
+            if let term = lanes.termination {
+                let parts = ["kind", "plugin", "reason"].compactMap { key in term[key].map { "\(key) \(RunLanes.display($0))" } }
+                let at = term["t"].map { " at \(RunLanes.display($0))s" } ?? ""
+                texts.append("TERMINATED\(at): " + parts.joined(separator: ", "))
+            }
+            for e in lanes.failedExpectations {
+                let line = e["line"].map { "line \(RunLanes.display($0)): " } ?? ""
+                texts.append("FAILED \(line)\(e["text"].map(RunLanes.display) ?? e.serialized())")
+            }
+            return texts.map { text in
+                let cut = LaneChart.safeCut(text, width)
+                return colour ? "\u{1B}[1;31m\(cut)\u{1B}[0m" : cut
+            }
+        }
+
+        func legend(width: Int) -> String {
+            let text = "A active i inactive b background s suspended . not running = task ! expiring x expired"
+                + " | call * log T terminated E error"
+            let cut = LaneChart.safeCut(text, width)
+            return colour ? "\u{1B}[2m\(cut)\u{1B}[0m" : cut
+        }
+    }
+
+    /// Text that takes one column per character: controls (escape sequences from a report
+    /// included) and characters outside Latin scripts, which a terminal may draw two columns wide
+    /// or not at all, become `?`.
+    static func safe(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for s in text.unicodeScalars {
+            let v = s.value
+            let printable = (v >= 0x20 && v < 0x7F) || (v >= 0xA0 && v < 0x300) || v == 0x2026
+            out.append(printable ? s : "?")
+        }
+        return String(out)
+    }
+
+    /// `safe(text)` cut to `width` characters.
+    static func safeCut(_ text: String, _ width: Int) -> String {
+        String(Array(safe(text)).prefix(max(width, 0)))
+    }
+
+    /// A round step (1, 2 or 5 times a power of ten) at least `raw` seconds.
+    static func niceStep(_ raw: Double) -> Double {
+        var step = 0.001
+        while step < raw && step < 1e12 {
+            if step * 2 >= raw { return step * 2 }
+            if step * 5 >= raw { return step * 5 }
+            step *= 10
+        }
+        return step
+    }
+
+    /// Seconds for an axis: `0s`, `2.5s`, `120s`.
+    static func seconds(_ t: Double) -> String {
+        ReportNumber.seconds(RunLanes.clamp(t, -1e9, 1e9)) + "s"
+    }
+}
