@@ -1,0 +1,353 @@
+/// What became of one expectation.
+public struct ExpectationResult: Equatable, Sendable {
+    public var expectation: Expectation
+    public var passed: Bool
+    /// `FILE:LINE: expected …, found …` for a failure (`FILE: unexpected …` for an implicit one);
+    /// `FILE:LINE: met: …` for a pass.
+    public var message: String
+
+    public init(expectation: Expectation, passed: Bool, message: String) {
+        self.expectation = expectation
+        self.passed = passed
+        self.message = message
+    }
+}
+
+/// Checking expectations against a finished run's report.
+///
+/// Implicit expectations: a scenario with at least one `expect` line states everything it allows,
+/// so besides its own lines
+/// - a termination fails the run unless a line expects one (`expect outcome terminated`,
+///   `expect termination KIND`, or `expect terminated …`, the timeline's event):
+///   "FILE: unexpected termination: KIND REASON";
+/// - each `pluginError` event fails the run unless a line names `pluginError` (`expect pluginError
+///   …` or `expect no pluginError`, which then fails by itself): "FILE: unexpected pluginError: …".
+/// These come back as extra failed results, with line 0, after the lines' own. A scenario without
+/// expect lines gets no results at all, and its exit code stays the recorder's (1 on a termination
+/// or a plugin error).
+extension Expectation {
+    /// The most near misses a failure message lists.
+    static let closestShown = 3
+    /// Longer values are cut in messages: a traceback would drown the line.
+    static let valueWidth = 60
+
+    /// Checks `expectations` against `report` (the JSON object `--report` writes), in order, then
+    /// the implicit ones. `fileName` starts every message. No expectations, no results.
+    public static func check(_ expectations: [Expectation], report: JSONValue, fileName: String) -> [ExpectationResult] {
+        guard !expectations.isEmpty else { return [] }
+        var results = expectations.map { $0.check(report: report, fileName: fileName) }
+        let acknowledgesTermination = expectations.contains {
+            switch $0.kind {
+            case .outcome(let terminated): return terminated
+            case .termination: return true
+            case .events(let query, let count): return query.event == "terminated" && count != .none
+            default: return false
+            }
+        }
+        if !acknowledgesTermination, let termination = report["termination"], termination != .null {
+            let kind = termination["kind"]?.plainText ?? "?"
+            let reason = termination["reason"]?.plainText ?? ""
+            results.append(
+                ExpectationResult(
+                    expectation: Expectation(line: 0, text: "no unexpected termination", kind: .noUnexpectedTermination),
+                    passed: false, message: "\(fileName): unexpected termination: \(kind) \(reason)"))
+        }
+        let namesPluginError = expectations.contains {
+            if case .events(let query, _) = $0.kind { return query.event == "pluginError" }
+            return false
+        }
+        if !namesPluginError {
+            for event in timeline(report) where event["event"]?.plainText == "pluginError" {
+                var origin: [String] = []
+                if let plugin = event["plugin"]?.plainText { origin.append("from \(plugin)") }
+                if let t = event["t"]?.plainText { origin.append("at t=\(t)") }
+                let message = (event["message"]?.plainText ?? "")
+                    + (origin.isEmpty ? "" : " (" + origin.joined(separator: " ") + ")")
+                results.append(
+                    ExpectationResult(
+                        expectation: Expectation(
+                            line: 0, text: "no unexpected pluginError", kind: .noUnexpectedPluginError),
+                        passed: false, message: "\(fileName): unexpected pluginError: \(message)"))
+            }
+        }
+        return results
+    }
+
+    /// `simulate`'s exit code: with expectations (`results` not empty), 0 iff every one passed,
+    /// else 1; without, `withoutExpectations` (the recorder's code).
+    public static func exitCode(_ results: [ExpectationResult], withoutExpectations: Int32) -> Int32 {
+        if results.isEmpty { return withoutExpectations }
+        return results.allSatisfy(\.passed) ? 0 : 1
+    }
+
+    /// The report's `expectations` array: `[{"line", "text", "passed"}]`, implicit failures with
+    /// line 0.
+    public static func reportEntries(_ results: [ExpectationResult]) -> JSONValue {
+        .array(
+            results.map {
+                .object([
+                    ("line", .int(Int64($0.expectation.line))), ("text", .string($0.expectation.text)),
+                    ("passed", .bool($0.passed)),
+                ])
+            })
+    }
+
+    /// Checks this one expectation.
+    func check(report: JSONValue, fileName: String) -> ExpectationResult {
+        let at = "\(fileName):\(line)"
+        // "expect taskEnded …" reads "expected taskEnded …" in a message.
+        let wanted = "expected " + (text.hasPrefix("expect ") ? String(text.dropFirst("expect ".count)) : text)
+        let failure: String?
+        switch kind {
+        case .outcome(let terminated):
+            let outcome = report["outcome"]?.plainText ?? "missing"
+            if outcome == (terminated ? "terminated" : "completed") {
+                failure = nil
+            } else if let termination = report["termination"], termination != .null {
+                failure = "found \(outcome) (\(Self.describeTermination(termination)))"
+            } else {
+                failure = "found \(outcome)"
+            }
+        case .termination(let termKind, let fields):
+            guard let termination = report["termination"], termination != .null else {
+                failure = "found none: the run \(report["outcome"]?.plainText ?? "completed")"
+                break
+            }
+            if termination["kind"]?.plainText != termKind.rawValue {
+                failure = "found \(Self.describeTermination(termination))"
+                break
+            }
+            let differing = fields.filter { field in termination[field.name].map(field.value.matches) != true }
+            failure = differing.isEmpty
+                ? nil
+                : "found \(Self.describeTermination(termination)) ("
+                    + differing.map { Self.difference($0, in: termination) }.joined(separator: ", ") + ")"
+        case .events(let query, let count):
+            failure = Self.checkEvents(query, count: count, in: Self.timeline(report))
+        case .noUnexpectedTermination, .noUnexpectedPluginError:
+            // Only `check(_:report:fileName:)` makes these, already decided.
+            failure = nil
+        }
+        guard let failure else { return ExpectationResult(expectation: self, passed: true, message: "\(at): met: \(text)") }
+        return ExpectationResult(expectation: self, passed: false, message: "\(at): \(wanted), \(failure)")
+    }
+
+    /// What is wrong with the events for `query`, or nil when they are as expected.
+    private static func checkEvents(_ query: EventQuery, count: Count, in timeline: [JSONValue]) -> String? {
+        let named = timeline.filter { $0["event"]?.plainText == query.event }
+        let matching = named.filter { query.differences(for: $0).isEmpty }
+        switch count {
+        case .none:
+            return matching.isEmpty ? nil : "found \(matching.count): " + list(matching)
+        case .exactly(let n) where matching.count == n:
+            return nil
+        case .atLeastOne where !matching.isEmpty:
+            return nil
+        case .exactly, .atLeastOne:
+            break
+        }
+        guard !named.isEmpty else {
+            var names: [String] = []
+            for event in timeline {
+                if let name = event["event"]?.plainText, !names.contains(name) { names.append(name) }
+            }
+            var message = "found no \(query.event) event at all"
+            if let suggestion = closestName(to: query.event, among: names) {
+                message += " (did you mean \(suggestion)?)"
+            }
+            return message
+                + (names.isEmpty
+                    ? "; the timeline is empty" : "; the events in this report are: " + names.sorted().joined(separator: ", "))
+        }
+        var message = matching.isEmpty ? "found none" : "found \(matching.count): " + list(matching)
+        // Near misses: fewest differing fields first (the time is not a field: an event right but
+        // for its time is the likeliest one meant), then nearest the window, then timeline order.
+        let misses = named.enumerated().compactMap { index, event -> (Int, Int64, Int, JSONValue, [String])? in
+            let differences = query.differences(for: event)
+            guard !differences.isEmpty else { return nil }
+            let fieldCount = differences.count - (query.window.map { differences.contains($0.miss) } == true ? 1 : 0)
+            return (fieldCount, query.distance(of: event), index, event, differences)
+        }.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
+        // Too few matched (too many needs no near misses): the near misses may be the missing ones.
+        var short = true
+        if case .exactly(let n) = count { short = matching.count < n }
+        if short, !misses.isEmpty {
+            message += "; closest: "
+                + misses.prefix(closestShown).map { describe($0.3) + " (" + $0.4.joined(separator: ", ") + ")" }
+                    .joined(separator: "; ")
+        }
+        return message
+    }
+
+    /// Up to `closestShown` events, and how many more.
+    private static func list(_ events: [JSONValue]) -> String {
+        let shown = events.prefix(closestShown).map(describe).joined(separator: "; ")
+        return events.count > closestShown ? shown + "; and \(events.count - closestShown) more" : shown
+    }
+
+    /// The name among `names` a typo of `name` most likely meant: at most a third of it differs.
+    static func closestName(to name: String, among names: [String]) -> String? {
+        let lowered = name.lowercased()
+        let scored = names.map { ($0, editDistance(Array(lowered), Array($0.lowercased()))) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(2, name.count / 3) else { return nil }
+        return best.0
+    }
+
+    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        var previous = Array(0...b.count)
+        for (i, ca) in a.enumerated() {
+            var current = [i + 1]
+            for (j, cb) in b.enumerated() {
+                current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (ca == cb ? 0 : 1)))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// `t=7 taskEnded plugin=save-changes task=4 name=save expired=true`.
+    static func describe(_ event: JSONValue) -> String {
+        guard case .object(let fields) = event else { return event.serialized() }
+        var parts: [String] = []
+        if let t = event["t"] { parts.append("t=" + display(t)) }
+        if let name = event["event"]?.plainText { parts.append(name) }
+        for (key, value) in fields where key != "t" && key != "event" {
+            parts.append(key + "=" + display(value))
+        }
+        return parts.joined(separator: " ")
+    }
+
+    /// `watchdog: REASON`.
+    static func describeTermination(_ termination: JSONValue) -> String {
+        let kind = termination["kind"]?.plainText ?? "?"
+        guard let reason = termination["reason"]?.plainText, !reason.isEmpty else { return kind }
+        return kind + ": " + reason
+    }
+
+    /// A value as an expect line would write it, cut to `valueWidth`.
+    static func display(_ value: JSONValue) -> String {
+        switch value {
+        case .string(var s):
+            if s.count > valueWidth { s = String(s.prefix(valueWidth)) + "…" }
+            let plain = !s.isEmpty && s.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_-.:/@+".unicodeScalars.contains($0))
+            }
+            if plain { return s }
+            var out = "\""
+            for c in s {
+                switch c {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\t": out += "\\t"
+                default: out.append(c)
+                }
+            }
+            return out + "\""
+        case .array, .object:
+            let text = value.serialized()
+            return text.count > valueWidth ? String(text.prefix(valueWidth)) + "…" : text
+        default:
+            return value.serialized()
+        }
+    }
+
+    /// `expired differs`, `no task`.
+    static func difference(_ field: FieldMatch, in event: JSONValue) -> String {
+        event[field.name] == nil ? "no \(field.name)" : "\(field.name) differs"
+    }
+
+    static func timeline(_ report: JSONValue) -> [JSONValue] {
+        guard case .array(let events)? = report["timeline"] else { return [] }
+        return events
+    }
+}
+
+extension Expectation.Window {
+    /// What a near miss says when its time is outside the window.
+    var miss: String { "not \(description)" }
+}
+
+extension Expectation.EventQuery {
+    /// What keeps `event` (already of the right name) from matching: empty when it matches.
+    func differences(for event: JSONValue) -> [String] {
+        var out: [String] = []
+        for field in fields where event[field.name].map(field.value.matches) != true {
+            out.append(Expectation.difference(field, in: event))
+        }
+        if let window {
+            if let t = event["t"].flatMap(Expectation.milliseconds) {
+                if !window.contains(milliseconds: t) { out.append(window.miss) }
+            } else {
+                out.append("no t")
+            }
+        }
+        if let contains {
+            if case .string(let message)? = event["message"] {
+                if !message.contains(contains) { out.append("message does not contain \(Expectation.display(.string(contains)))") }
+            } else {
+                out.append("no message")
+            }
+        }
+        return out
+    }
+
+    /// How far `event` lies outside the window, in milliseconds; 0 inside it or without one.
+    func distance(of event: JSONValue) -> Int64 {
+        guard let window, let t = event["t"].flatMap(Expectation.milliseconds) else { return 0 }
+        switch window {
+        case .at(let ms): return abs(t - ms)
+        case .between(let a, let b): return t < a ? a - t : (t > b ? t - b : 0)
+        }
+    }
+}
+
+extension Expectation {
+    /// A report time (seconds) in whole milliseconds.
+    static func milliseconds(_ value: JSONValue) -> Int64? {
+        guard let seconds = value.doubleValue, seconds.isFinite, abs(seconds) < 9e15 else { return nil }
+        return Int64((seconds * 1000).rounded())
+    }
+}
+
+extension Expectation.Value {
+    /// Whether a report value is this one: a quoted string matches the same string; a bare word
+    /// matches a number of the same value, `true`/`false`/`null`, or a string that reads the same.
+    func matches(_ value: JSONValue) -> Bool {
+        switch (self, value) {
+        case (.quoted(let q), .string(let s)): return q == s
+        case (.quoted, _): return false
+        case (.word(let w), .string(let s)): return w == s
+        case (.word(let w), .bool(let b)): return w == (b ? "true" : "false")
+        case (.word(let w), .null): return w == "null"
+        case (.word(let w), .int(let i)):
+            if let n = Int64(w) { return n == i }
+            return Self.number(w).map { $0 == Double(i) } ?? false
+        case (.word(let w), .number(let s)):
+            if let a = Int64(w), let b = Int64(s) { return a == b }
+            guard let a = Self.number(w), let b = Double(s) else { return false }
+            return a == b
+        case (.word, .array), (.word, .object): return false
+        }
+    }
+
+    /// A decimal number as written (`1.5`, `-2`, `1e3`); not `inf`, `nan` or hex, which Double
+    /// would also read.
+    private static func number(_ text: String) -> Double? {
+        guard let first = text.unicodeScalars.first, ("0"..."9").contains(first) || first == "-" || first == ".",
+            text.unicodeScalars.allSatisfy({ ("0"..."9").contains($0) || "+-.eE".unicodeScalars.contains($0) })
+        else { return nil }
+        return Double(text)
+    }
+}
+
+extension JSONValue {
+    /// A string's text, or a scalar as JSON writes it; nil for arrays and objects.
+    fileprivate var plainText: String? {
+        switch self {
+        case .string(let s): return s
+        case .array, .object: return nil
+        default: return serialized()
+        }
+    }
+}
