@@ -13,26 +13,43 @@ public struct Scenario: Equatable, Sendable {
     public var entries: [Entry]
     /// The file's name as given, for messages.
     public var fileName: String
-    /// The network rules (`http` lines), in file order (which is time order).
+    /// The network rules (`http` lines), in file order. Their times may go in any order: the
+    /// latest rule whose time has come answers a request (see `ScriptedNetwork`).
     public var network: [NetworkRule]
+    /// The `expect` lines, in file order: checked when the simulation ends.
+    public var expectations: [Expectation]
+    /// The other plugins this scenario needs beside its own (`uses NAME[, NAME…]` lines), in file
+    /// order: `lifeline test` loads them too.
+    public var uses: [String]
 
-    public init(entries: [Entry], fileName: String, network: [NetworkRule] = []) {
+    public init(
+        entries: [Entry], fileName: String, network: [NetworkRule] = [], expectations: [Expectation] = [],
+        uses: [String] = []
+    ) {
         self.entries = entries
         self.fileName = fileName
         self.network = network
+        self.expectations = expectations
+        self.uses = uses
     }
 
     /// Parses and validates a scenario. Every problem is reported with `fileName:line` before
-    /// anything runs: syntax, unknown actions and units, times that go backwards (steps and `http`
-    /// lines alike), steps the lifecycle does not allow, and malformed `http` lines.
+    /// anything runs: syntax, unknown actions and units, steps whose time goes backwards, steps the
+    /// lifecycle does not allow, and malformed `http` lines.
+    ///
+    /// Steps go forward in time among themselves. `http` lines may sit anywhere and in any time
+    /// order: which one answers a request is decided by their times (latest first, then file
+    /// order; see `ScriptedNetwork`), so the file's order of lines only breaks ties.
     ///
     /// `#` starts a comment anywhere on a line, `http` lines included: a response body cannot hold
     /// a `#`.
     public static func parse(_ text: String, fileName: String) throws(LifelineError) -> Scenario {
         var entries: [Entry] = []
         var network: [NetworkRule] = []
+        var expectations: [Expectation] = []
+        var uses: [String] = []
         var lifecycle = Lifecycle()
-        var lastTime = HostTime.zero
+        var lastStepTime = HostTime.zero
         var lineNumber = 0
         // "\r\n" is one Character in Swift, so CRLF files need it named as a separator.
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
@@ -43,20 +60,27 @@ public struct Scenario: Equatable, Sendable {
             let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
             if words.isEmpty { continue }
             let at = "\(fileName):\(lineNumber)"
+            if words[0] == "expect" {
+                // The raw line: a quoted string in an expectation may hold a `#`.
+                expectations.append(try Expectation.parse(rawLine: Substring(rawLine), line: lineNumber, at: at))
+                continue
+            }
+            if words[0] == "uses" {
+                uses += try parseUses(line[words[0].endIndex...], at: at)
+                continue
+            }
             guard words.count >= 2 else {
                 throw .badInput("\(at): expected a time and an action, as in '2s background'")
             }
             let time = try parseTime(String(words[0]), at: at)
             if words[1] == "http" {
-                // The rest of the line, untouched: a body keeps its spaces.
+                // The rest of the line, untouched: a body keeps its spaces. No order check: a rule's
+                // time says when it takes over, whatever the lines around it.
                 let rest = line[words[1].endIndex...]
-                let result = try NetworkRule.parse(rest, at: at)
-                if time < lastTime {
-                    throw .badInput("\(at): time \(words[0]) goes backwards (the line before is at \(lastTime)s)")
-                }
-                lastTime = time
+                let parsed = try NetworkRule.parse(rest, at: at)
                 network.append(
-                    NetworkRule(time: time, method: result.method, target: result.target, result: result.result,
+                    NetworkRule(
+                        time: time, method: parsed.method, target: parsed.target, results: parsed.results,
                         line: lineNumber))
                 continue
             }
@@ -67,65 +91,131 @@ public struct Scenario: Equatable, Sendable {
                     "\(at): unknown action '\(actionText)'; the actions are: \(valid) "
                         + "(and 'http METHOD TARGET -> RESULT' for the network)")
             }
-            if time < lastTime {
-                throw .badInput("\(at): time \(words[0]) goes backwards (the line before is at \(lastTime)s)")
+            if time < lastStepTime {
+                throw .badInput("\(at): time \(words[0]) goes backwards (the step before is at \(lastStepTime)s)")
             }
             do {
                 _ = try lifecycle.apply(step)
             } catch {
                 throw .badInput("\(at): invalid transition: \(error)")
             }
-            lastTime = time
+            lastStepTime = time
             entries.append(Entry(time: time, step: step, line: lineNumber))
         }
-        return Scenario(entries: entries, fileName: fileName, network: network)
+        return Scenario(
+            entries: entries, fileName: fileName, network: network, expectations: expectations, uses: uses)
+    }
+
+    /// `uses NAME[, NAME…]`: plugin names, separated by commas or blanks.
+    private static func parseUses(_ rest: Substring, at: String) throws(LifelineError) -> [String] {
+        let names = rest.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" || $0 == "\r" }).map(String.init)
+        guard !names.isEmpty else {
+            throw .badInput("\(at): 'uses' needs the names of the plugins this scenario needs, as in 'uses heartbeat'")
+        }
+        return names
     }
 
     /// The latest time a scenario can name: 100 years, well inside what `HostTime` holds.
     static let maximumSeconds: Double = 100 * 365 * 24 * 3600
 
-    /// Parses `1.5s`, `250ms`, `2m`, `1h`.
+    /// The units of a time, largest first, with their length in seconds.
+    private static let timeUnits: [(name: Substring, seconds: Double)] = [
+        ("h", 3600), ("m", 60), ("s", 1), ("ms", 0.001),
+    ]
+
+    /// Parses a time or a duration: one or more NUMBER UNIT parts, largest unit first and each
+    /// unit at most once, added up: `250ms`, `1.5s`, `2m`, `1h`, `5m10s`, `1h30m`, `1m30.5s`,
+    /// `2s500ms`. The units are `h`, `m`, `s` and `ms`; a number is decimal digits with at most one
+    /// `.` (no sign, no exponent).
+    ///
+    /// Scenario step times, `in DURATION` delays and `--until` all read times here, so they take
+    /// the same forms.
+    ///
+    /// - Parameter at: what starts each message: `file:line`, or the option's name.
+    /// - Throws: `LifelineError.badInput` naming the problem: a number without a unit (`5m10`), an
+    ///   unknown unit, units out of order (`10s5m`) or repeated (`5s5s`), a sign, or a time past
+    ///   100 years.
     public static func parseTime(_ text: String, at: String) throws(LifelineError) -> HostTime {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            let number = text.dropLast(suffix.count)
-            // "5ms" ends in "s" too; only accept a suffix when what precedes it is a number.
-            guard let value = Double(number), value.isFinite, value >= 0,
-                number.allSatisfy({ $0.isNumber || $0 == "." })
-            else { continue }
-            guard value * scale <= maximumSeconds else {
-                throw .badInput("\(at): '\(text)' is too far: times go up to 100 years")
+        let forms = "write a number and a unit, or several from the largest down: 250ms, 1.5s, 2m, 1h, 5m10s"
+        if text.hasPrefix("-") {
+            throw .badInput("\(at): '\(text)' is negative; times count from the start, as in 0s or 5m10s")
+        }
+        guard let first = text.first, isDigit(first) || first == "." else {
+            throw .badInput("\(at): '\(text)' is not a time; \(forms)")
+        }
+        var rest = Substring(text)
+        var seconds = 0.0
+        var previous: Int?  // the index in `timeUnits` of the unit before, which must be larger
+        while !rest.isEmpty {
+            let number = rest.prefix { isDigit($0) || $0 == "." }
+            rest = rest[number.endIndex...]
+            let unit = rest.prefix { $0.isASCII && $0.isLetter }
+            rest = rest[unit.endIndex...]
+            guard !number.isEmpty else {
+                throw .badInput("\(at): unexpected '\(rest.first ?? " ")' in '\(text)'; \(forms)")
             }
-            return HostTime.seconds(value * scale)
+            guard number.contains(where: isDigit), number.filter({ $0 == "." }).count <= 1, let value = Double(number)
+            else {
+                throw .badInput("\(at): '\(number)' in '\(text)' is not a number; \(forms)")
+            }
+            guard !unit.isEmpty else {
+                if let next = rest.first {
+                    throw .badInput("\(at): unexpected '\(next)' in '\(text)'; \(forms)")
+                }
+                if previous == nil {
+                    throw .badInput("\(at): '\(text)' has no unit; \(forms)")
+                }
+                throw .badInput(
+                    "\(at): '\(text)' ends with a number without a unit; put one after every number, as in 5m10s")
+            }
+            guard let index = timeUnits.firstIndex(where: { $0.name == unit }) else {
+                throw .badInput("\(at): unknown unit '\(unit)' in '\(text)'; use ms, s, m or h")
+            }
+            if let previous, index <= previous {
+                if index == previous {
+                    throw .badInput(
+                        "\(at): '\(text)' names the unit '\(unit)' twice; write each unit once, as in 5m10s")
+                }
+                throw .badInput(
+                    "\(at): the units of '\(text)' are out of order; write the largest first, as in 5m10s or 2s500ms")
+            }
+            previous = index
+            seconds += value * timeUnits[index].seconds
         }
-        if let last = text.last, last.isLetter, text.contains(where: { $0.isNumber }) {
-            let unit = String(text.drop(while: { $0.isNumber || $0 == "." }))
-            throw .badInput("\(at): unknown unit '\(unit)' in '\(text)'; use ms, s, m or h")
+        guard seconds.isFinite, seconds <= maximumSeconds else {
+            throw .badInput("\(at): '\(text)' is too far: times go up to 100 years")
         }
-        throw .badInput("\(at): '\(text)' is not a time; write a number and a unit: 250ms, 1.5s, 2m, 1h")
+        return HostTime.seconds(seconds)
     }
+
+    private static func isDigit(_ c: Character) -> Bool { c.isASCII && c.isNumber }
 }
 
 /// One `http` line of a scenario: what the scripted network does with the requests it matches,
-/// from `time` on (SPEC 2.2).
+/// from `time` on, until a later line that matches them takes over (SPEC 2.2).
 ///
 /// ```
 /// 0s   http POST 127.0.0.1:8080/session/end -> 200 {"success": true} in 300ms
-/// 0s   http * api.example.com/* -> hang
+/// 0s   http GET api.example.com/feed -> 503, 503, 200 {"items": []}
 /// 30s  http * * -> refuse
 /// ```
 ///
-/// The form is `TIME http METHOD TARGET -> RESULT`:
+/// The form is `TIME http METHOD TARGET -> RESULT[, RESULT…]`:
 /// - METHOD: an HTTP method name (any case; kept uppercased), or `*` for any method.
 /// - TARGET: `*` for any URL, or `HOST[:PORT]/PATH` without the scheme, where `*` matches any run
 ///   of characters. Without a port it matches any port. The path is as sent (percent-encoded) and
 ///   includes the query.
-/// - RESULT: `STATUS [BODY] [in DURATION]` (STATUS 100–599; BODY is the rest of the line and may
+/// - RESULT: `STATUS [BODY] [in DURATION]` (STATUS 100–599; BODY is the rest of the answer and may
 ///   hold spaces, but not `#`, which starts a comment; a last `in DURATION` is the delay),
 ///   `STATUS size=SIZE [rate=SIZE/s] [in DURATION]` (a body of SIZE zero bytes at that rate, for
 ///   background transfers),
 ///   `hang` (no answer ever: the request's timeout or its task's expiration ends it), or
 ///   `refuse [in DURATION]` (connection refused).
+/// - Several RESULTs separated by commas are a sequence: the line's first request gets the first,
+///   the second the second, and every request after the last gets the last. A comma separates
+///   answers when it stands outside a JSON body's brackets and strings and a result (a status,
+///   `hang` or `refuse`) follows it; any other comma is part of the body, so `200 yes, please`
+///   is one answer.
 public struct NetworkRule: Equatable, Sendable {
     /// What a matching request gets.
     public enum Result: Equatable, Sendable {
@@ -141,23 +231,39 @@ public struct NetworkRule: Equatable, Sendable {
         case stream(status: Int, size: Int64, rate: Double?, delay: Double)
     }
 
-    /// When the rule takes effect: requests sent from then on.
+    /// When the rule takes effect: requests sent from then on, until a later matching rule's time.
     public var time: HostTime
     /// The method it matches, uppercased; nil for any method (`*`).
     public var method: String?
     /// The URL pattern: `*`, or `HOST[:PORT]/PATH` with `*` wildcards (the host lowercased).
     public var target: String
-    public var result: Result
+    /// The answers, in order: the n-th request this line decides gets the n-th, and every request
+    /// past the end gets the last. Never empty.
+    public var results: [Result]
     /// 1-based line number in the file, for messages.
     public var line: Int
 
-    public init(time: HostTime, method: String?, target: String, result: Result, line: Int) {
+    /// A rule with a sequence of answers; `results` must not be empty.
+    public init(time: HostTime, method: String?, target: String, results: [Result], line: Int) {
+        precondition(!results.isEmpty, "a network rule needs at least one answer")
         self.time = time
         self.method = method
         self.target = target
-        self.result = result
+        self.results = results
         self.line = line
     }
+
+    /// A rule that gives every request the same answer.
+    public init(time: HostTime, method: String?, target: String, result: Result, line: Int) {
+        self.init(time: time, method: method, target: target, results: [result], line: line)
+    }
+
+    /// The answer to the line's first request: the only answer unless the line gives a sequence.
+    public var result: Result { results[0] }
+
+    /// The answer to the request this line decides after `earlier` others: the last answer
+    /// repeats once the sequence is used up.
+    public func result(after earlier: Int) -> Result { results[min(max(earlier, 0), results.count - 1)] }
 
     /// Whether the target names a port; a target without one matches any port.
     public var targetHasPort: Bool {
@@ -171,12 +277,12 @@ public struct NetworkRule: Equatable, Sendable {
 
     static let form =
         "write 'TIME http METHOD TARGET -> RESULT', as in '0s http GET 127.0.0.1:8080/* -> 200 {\"ok\": true}'"
-    static let results = "write a status ('200 [BODY] [in 300ms]'), 'hang' or 'refuse [in 1s]'"
+    static let resultForms = "write a status ('200 [BODY] [in 300ms]'), 'hang' or 'refuse [in 1s]'"
 
     /// Parses what follows `http` on a scenario line (comment already removed). `at` is `file:line`.
     static func parse(
         _ text: Substring, at: String
-    ) throws(LifelineError) -> (method: String?, target: String, result: Result) {
+    ) throws(LifelineError) -> (method: String?, target: String, results: [Result]) {
         var rest = text
         guard let methodWord = nextWord(&rest), methodWord != "->" else {
             throw .badInput("\(at): an http line needs a method, a target, '->' and a result; \(form)")
@@ -190,7 +296,72 @@ public struct NetworkRule: Equatable, Sendable {
             throw .badInput("\(at): missing '->' between the target and the result\(hint); \(form)")
         }
         let target = try parseTarget(targetWord, at: at)
-        return (method, target, try parseResult(rest, at: at))
+        guard !trimmed(rest).isEmpty else {
+            throw .badInput("\(at): the result is missing after '->'; \(resultForms)")
+        }
+        var results: [Result] = []
+        for answer in splitAnswers(rest) {
+            guard !trimmed(answer).isEmpty else {
+                throw .badInput(
+                    "\(at): an answer of the sequence is empty; write a result between commas, as in "
+                        + "'-> 503, 503, 200'")
+            }
+            results.append(try parseResult(answer, at: at))
+        }
+        return (method, target, results)
+    }
+
+    /// The answers of a sequence: `text` cut at each comma that separates two of them.
+    ///
+    /// A comma separates when it is outside every `{}`/`[]` and every string inside them (a JSON
+    /// body's own commas), and what follows it is a result or nothing: a digit, `hang`, `refuse`,
+    /// another comma or the end. Any other comma belongs to a text body, as in `200 yes, please`,
+    /// which is why the test looks ahead rather than splitting at every comma. An empty answer is
+    /// kept, so the caller can name it.
+    static func splitAnswers(_ text: Substring) -> [Substring] {
+        var answers: [Substring] = []
+        var start = text.startIndex
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var index = text.startIndex
+        while index < text.endIndex {
+            let c = text[index]
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if c == "\\" {
+                    escaped = true
+                } else if c == "\"" {
+                    inString = false
+                }
+            } else if c == "\"", depth > 0 {
+                inString = true
+            } else if c == "{" || c == "[" {
+                depth += 1
+            } else if c == "}" || c == "]" {
+                depth = max(0, depth - 1)
+            } else if c == ",", depth == 0, startsAnAnswer(text[text.index(after: index)...]) {
+                answers.append(text[start..<index])
+                start = text.index(after: index)
+            }
+            index = text.index(after: index)
+        }
+        answers.append(text[start...])
+        return answers
+    }
+
+    /// Whether `text`, the rest after a comma, begins a result (or is where one is missing).
+    private static func startsAnAnswer(_ text: Substring) -> Bool {
+        let rest = text.drop(while: isBlank)
+        guard let first = rest.first else { return true }
+        if first == "," || (first.isASCII && first.isNumber) { return true }
+        for word in ["hang", "refuse"] where rest.hasPrefix(word) {
+            // The whole word: `hangs, …` is a body's text.
+            guard let after = rest.dropFirst(word.count).first else { return true }
+            if after == "," || isBlank(after) { return true }
+        }
+        return false
     }
 
     private static func parseMethod(_ word: Substring, at: String) throws(LifelineError) -> String? {
@@ -245,7 +416,7 @@ public struct NetworkRule: Equatable, Sendable {
     private static func parseResult(_ text: Substring, at: String) throws(LifelineError) -> Result {
         var rest = text
         guard let first = nextWord(&rest) else {
-            throw .badInput("\(at): the result is missing after '->'; \(results)")
+            throw .badInput("\(at): the result is missing after '->'; \(resultForms)")
         }
         switch first {
         case "hang":
@@ -267,7 +438,7 @@ public struct NetworkRule: Equatable, Sendable {
             return .refuse(delay: try parseDelay(words[1], at: at))
         default:
             guard first.first?.isASCII == true, first.first?.isNumber == true else {
-                throw .badInput("\(at): unknown result '\(first)'; \(results)")
+                throw .badInput("\(at): unknown result '\(first)'; \(resultForms)")
             }
             guard first.allSatisfy({ $0.isASCII && $0.isNumber }), let status = Int(first), (100...599).contains(status)
             else {
@@ -277,7 +448,7 @@ public struct NetworkRule: Equatable, Sendable {
             let bodyText = trimmed(rest)
             let words = bodyText.split(whereSeparator: isBlank)
             if words.last == "in" {
-                throw .badInput("\(at): 'in' at the end of the line needs a duration, as in 'in 300ms'")
+                throw .badInput("\(at): 'in' at the end of an answer needs a duration, as in 'in 300ms'")
             }
             var body = bodyText
             var delay = 0.0

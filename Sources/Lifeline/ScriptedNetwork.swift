@@ -1,41 +1,73 @@
 /// `lifeline simulate`'s network: the scenario's `http` lines decide what every request gets, in
 /// virtual time. Nothing here touches the real network.
 ///
-/// On `send`, among the rules whose time has come, the first in file order that matches the
-/// request decides: a status is a response after the rule's delay, `refuse` a connect failure after
-/// its delay, `hang` no answer at all (the host's timeout ends the request). A request that no rule
-/// matches is refused at once.
+/// On `send`, among the rules that match the request and whose time has come, the one with the
+/// latest time decides, and among rules of that same time the first in file order: so a later
+/// line takes over from an earlier one (a server that goes down at 30 s), and a specific line above
+/// a catch-all of the same time still wins. A status is a response after the rule's delay,
+/// `refuse` a connect failure after its delay, `hang` no answer at all (the host's timeout ends the
+/// request). A request that no rule matches is refused at once.
 ///
-/// Threading: main executor only. The host's network session calls `send` from a job on the
-/// executor, and every answer is a job scheduled on that executor, so runs are deterministic.
+/// A line with a sequence of answers counts the requests it decides, its own count apart from
+/// every other line's: its n-th request gets its n-th answer, and the last answer repeats. A
+/// later line that takes over starts at its own first answer; the earlier line's count is kept,
+/// for the requests that only it matches. A request is counted when it is sent, so an answer
+/// already under way is not changed by a takeover.
+///
+/// Threading: main executor only. The host's network session calls `send`, and the transfer
+/// manager `transfer`, from jobs on the executor, and every answer is a job scheduled on that
+/// executor, so runs (and the counts) are deterministic.
 public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
     /// The scenario's `http` lines, in file order.
     public let rules: [NetworkRule]
     private let executor: MainExecutor
     private let fileName: String
+    /// How many requests each rule (by index in `rules`) has decided so far. Main executor only.
+    private var decided: [Int]
 
     /// - Parameter fileName: the scenario's name, for the messages that point at its lines.
     public init(rules: [NetworkRule], executor: MainExecutor, fileName: String = "the scenario") {
         self.rules = rules
         self.executor = executor
         self.fileName = fileName
+        self.decided = Array(repeating: 0, count: rules.count)
     }
 
-    /// The rule that decides `request` now: the first in file order whose time has come and that
-    /// matches it. nil when none does.
+    /// The rule that decides `request` now: among those whose time has come and that match it, the
+    /// latest; among those of the same time, the first in file order. nil when none matches.
     public func rule(for request: HTTPRequest) -> NetworkRule? {
+        decidingIndex(for: request).map { rules[$0] }
+    }
+
+    /// The index in `rules` of `rule(for:)`.
+    private func decidingIndex(for request: HTTPRequest) -> Int? {
         guard let url = HTTPURL(request.url) else { return nil }
         let now = executor.now
-        return rules.first { $0.time <= now && $0.matches(method: request.method, url: url) }
+        var best: Int?
+        for (index, rule) in rules.enumerated() where rule.time <= now {
+            // Strictly later only: a tie keeps the earlier line in the file.
+            if let best, rules[best].time >= rule.time { continue }
+            if rule.matches(method: request.method, url: url) { best = index }
+        }
+        return best
+    }
+
+    /// The rule that decides `request` and the answer it gives now, counting the request against
+    /// that rule's sequence. nil when no rule matches.
+    private func decide(_ request: HTTPRequest) -> (rule: NetworkRule, result: NetworkRule.Result)? {
+        guard let index = decidingIndex(for: request) else { return nil }
+        let result = rules[index].result(after: decided[index])
+        decided[index] += 1
+        return (rules[index], result)
     }
 
     public func send(
         _ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, HTTPFailure>) -> Void
     ) -> any HTTPCancellable {
         let answer: (delay: Double, result: Result<HTTPResponse, HTTPFailure>)
-        if let rule = rule(for: request) {
+        if let (rule, result) = decide(request) {
             let at = "\(fileName):\(rule.line)"
-            switch rule.result {
+            switch result {
             case .hang:
                 return NothingToCancel()
             case .refuse(let delay):
@@ -115,14 +147,16 @@ extension NetworkRule {
 // MARK: - Transfers
 
 extension ScriptedNetwork: TransferTransport {
-    /// The validator a scripted resource carries: one per `http` line, so a resume is answered
-    /// with 206 only while the same line serves the URL.
+    /// The validator a scripted resource carries: one per `http` line (every answer of a sequence
+    /// serves the same resource), so a resume is answered with 206 only while the same line serves
+    /// the URL; after a later line takes over, the whole body comes again.
     static func etag(_ rule: NetworkRule) -> String { "\"line-\(rule.line)\"" }
 
     /// How often a transfer with a rate reports its bytes, in virtual seconds.
     static let tick = 0.25
 
-    /// A transfer served by the scenario's `http` lines, in virtual time: a status answers after
+    /// A transfer served by the scenario's `http` lines, in virtual time, decided as `send` decides
+    /// (each attempt is one request of the line's sequence): a status answers after
     /// the line's delay; a `size=` body arrives at its `rate`, in ticks of 0.25 s, as zero bytes
     /// written to the partial file. A resumed GET whose If-Range names the serving line's ETag gets
     /// a 206 for the rest; any other gets the whole body.
@@ -131,7 +165,7 @@ extension ScriptedNetwork: TransferTransport {
         completion: @escaping @Sendable (TransferAttemptResult) -> Void
     ) -> any HTTPCancellable {
         let run = ScriptedTransfer(executor: executor)
-        guard let rule = rule(for: attempt.request) else {
+        guard let (rule, result) = decide(attempt.request) else {
             let request = attempt.request
             run.after(0) {
                 completion(
@@ -144,7 +178,7 @@ extension ScriptedNetwork: TransferTransport {
             return run
         }
         let at = "\(fileName):\(rule.line)"
-        switch rule.result {
+        switch result {
         case .hang:
             break
         case .refuse(let delay):

@@ -156,3 +156,87 @@ func scenario_stepNotAllowed_reportsItsLine(_ text: String, _ line: Int) throws 
     #expect(throws: LifelineError.self) { try simulate("0s launch\n1s nonsense", [p]) }
     #expect(ran.value == false)
 }
+
+// MARK: - Compound times
+
+@Test(arguments: [
+    TimeCase(text: "5m10s", nanoseconds: 310_000_000_000),
+    TimeCase(text: "1h30m", nanoseconds: 5_400_000_000_000),
+    TimeCase(text: "1m30.5s", nanoseconds: 90_500_000_000),
+    TimeCase(text: "2s500ms", nanoseconds: 2_500_000_000),
+    TimeCase(text: "1h1m1s1ms", nanoseconds: 3_661_001_000_000),
+    TimeCase(text: "1h0.5m", nanoseconds: 3_630_000_000_000),
+    TimeCase(text: "0h0m0s0ms", nanoseconds: 0),
+    TimeCase(text: "1h5s", nanoseconds: 3_605_000_000_000),
+    TimeCase(text: "1m250ms", nanoseconds: 60_250_000_000),
+])
+func scenario_compoundTime_addsItsParts(_ c: TimeCase) throws {
+    #expect(try Scenario.parseTime(c.text, at: "t") == HostTime(nanoseconds: c.nanoseconds))
+    let scenario = try Scenario.parse("\(c.text) launch", fileName: "t.scenario")
+    #expect(scenario.entries.map(\.time) == [HostTime(nanoseconds: c.nanoseconds)])
+}
+
+struct BadTime: Sendable, CustomTestStringConvertible {
+    var text: String
+    var message: String
+    var testDescription: String { text.isEmpty ? "(empty)" : text }
+}
+
+@Test(arguments: [
+    BadTime(text: "5m10", message: "'5m10' ends with a number without a unit; put one after every number"),
+    BadTime(text: "5s5", message: "'5s5' ends with a number without a unit"),
+    BadTime(text: "10s5m", message: "the units of '10s5m' are out of order; write the largest first"),
+    BadTime(text: "500ms2s", message: "the units of '500ms2s' are out of order"),
+    BadTime(text: "1s1h", message: "out of order"),
+    BadTime(text: "5m5m", message: "'5m5m' names the unit 'm' twice"),
+    BadTime(text: "1s2s", message: "names the unit 's' twice"),
+    BadTime(text: "", message: "'' is not a time; write a number and a unit"),
+    BadTime(text: "-5s", message: "'-5s' is negative"),
+    BadTime(text: "-1m30s", message: "is negative"),
+    BadTime(text: "+5s", message: "'+5s' is not a time"),
+    BadTime(text: "1e3s", message: "unknown unit 'e' in '1e3s'; use ms, s, m or h"),
+    BadTime(text: "nan", message: "'nan' is not a time"),
+    BadTime(text: "NaNs", message: "'NaNs' is not a time"),
+    BadTime(text: "inf", message: "'inf' is not a time"),
+    BadTime(text: "infs", message: "'infs' is not a time"),
+    BadTime(text: "1.2.3s", message: "'1.2.3' in '1.2.3s' is not a number"),
+    BadTime(text: ".s", message: "'.' in '.s' is not a number"),
+    BadTime(text: "5m+10s", message: "unexpected '+' in '5m+10s'"),
+    BadTime(text: "5", message: "'5' has no unit"),
+    BadTime(text: "5d", message: "unknown unit 'd'"),
+    BadTime(text: "1m30sec", message: "unknown unit 'sec' in '1m30sec'"),
+    BadTime(text: "900000h", message: "'900000h' is too far"),
+    BadTime(text: "876000h1s", message: "is too far"),
+])
+func scenario_badTime_isRejectedWithFileLine(_ c: BadTime) throws {
+    let error = try #require(timeError(c.text, at: "t.scenario:3"))
+    #expect(error.exitCode == 65)
+    #expect(error.message.hasPrefix("t.scenario:3: "), "\(error.message)")
+    #expect(error.message.contains(c.message), "\(error.message)")
+    if !c.text.isEmpty {
+        // The same message for a step's time in a file.
+        let inFile = try #require(parseError("0s launch\n# c\n\(c.text) background"))
+        #expect(inFile.message == error.message)
+    }
+}
+
+/// The error parsing `text` as a time fails with, or nil when it parses.
+private func timeError(_ text: String, at: String) -> LifelineError? {
+    do {
+        _ = try Scenario.parseTime(text, at: at)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+@Test func scenario_compoundTime_worksForDelaysAndUntil() throws {
+    let scenario = try Scenario.parse("0s http * * -> 200 ok in 1m30s, refuse in 2s500ms", fileName: "t.scenario")
+    #expect(scenario.network.map(\.results) == [[.respond(status: 200, body: "ok", delay: 90), .refuse(delay: 2.5)]])
+    #expect(try Scenario.parseTime("1h30m", at: "--until") == .seconds(5400))
+    let until = try #require(timeError("10s5m", at: "--until"))
+    #expect(until.message.hasPrefix("--until: the units of '10s5m' are out of order"), "\(until.message)")
+    let delay = try #require(parseError("0s http * * -> 200 ok in 5m10"))
+    #expect(
+        delay.message.hasPrefix("t.scenario:1: bad delay after 'in': '5m10' ends with a number"), "\(delay.message)")
+}

@@ -206,24 +206,23 @@ func scriptedNetwork_parse_badRule_namesFileLineAndProblem(_ c: BadRule) throws 
     #expect(error.message.contains(c.message), "\(error.message)")
 }
 
-@Test func scriptedNetwork_parse_ruleGoingBackwardsAfterAStep_namesItsLine() throws {
-    let error = try #require(parseError("0s launch\n5s background\n3s http * * -> refuse"))
-    #expect(error.exitCode == 65)
-    #expect(error.message.hasPrefix("t.scenario:3:"))
-    #expect(error.message.contains("goes backwards"))
+@Test func scriptedNetwork_parse_rulesInAnyTimeOrder_besideSteps() throws {
+    // Rules are not bound to the steps' order, nor to each other's: their times say when each
+    // takes over.
+    let scenario = try Scenario.parse(
+        "0s launch\n5s background\n3s http * * -> refuse\n1s http * * -> hang\n6s foreground", fileName: "t.scenario")
+    #expect(scenario.entries.map(\.step) == [.launch, .background, .foreground])
+    #expect(scenario.network.map(\.line) == [3, 4])
+    #expect(scenario.network.map(\.time.seconds) == [3, 1])
 }
 
-@Test func scriptedNetwork_parse_stepGoingBackwardsAfterARule_namesItsLine() throws {
-    let error = try #require(parseError("0s launch\n5s http * * -> refuse\n3s background"))
+@Test func scriptedNetwork_parse_stepGoingBackwardsAfterARule_comparesWithTheStepBefore() throws {
+    // A rule at 5s does not move the steps' clock: a step at 3s after it is fine...
+    _ = try Scenario.parse("0s launch\n5s http * * -> refuse\n3s background", fileName: "t.scenario")
+    // ...but a step before the step above it is not.
+    let error = try #require(parseError("0s launch\n5s background\n9s http * * -> refuse\n3s foreground"))
     #expect(error.exitCode == 65)
-    #expect(error.message.hasPrefix("t.scenario:3:"))
-    #expect(error.message.contains("goes backwards"))
-}
-
-@Test func scriptedNetwork_parse_ruleGoingBackwardsAfterARule_namesItsLine() throws {
-    let error = try #require(parseError("0s launch\n5s http * * -> refuse\n\n4s http * * -> hang"))
-    #expect(error.message.hasPrefix("t.scenario:4:"))
-    #expect(error.message.contains("goes backwards"))
+    #expect(error.message == "t.scenario:4: time 3s goes backwards (the step before is at 5s)")
 }
 
 @Test func scriptedNetwork_parse_rulesNeedNoLaunch() throws {
@@ -235,7 +234,7 @@ func scriptedNetwork_parse_badRule_namesFileLineAndProblem(_ c: BadRule) throws 
 
 // MARK: - Matching
 
-@Test func scriptedNetwork_firstMatchingRuleWins() throws {
+@Test func scriptedNetwork_sameTime_firstMatchingRuleInFileOrderWins() throws {
     let got = try outcomes(
         """
         0s launch
@@ -263,7 +262,7 @@ func scriptedNetwork_parse_badRule_namesFileLineAndProblem(_ c: BadRule) throws 
     #expect(got[0].hasPrefix("0 connect: connection refused: no http line"), "\(got[0])")
     #expect(got[1].hasPrefix("9.999 connect: connection refused: no http line"), "\(got[1])")
     #expect(got[2] == "10 503 later")
-    #expect(got[3] == "11 200 a", "the earlier rule still comes first")
+    #expect(got[3] == "11 503 later", "the later rule takes over from the earlier one")
 }
 
 @Test func scriptedNetwork_wildcardMethod_matchesEveryMethod_namedMethodOnlyItself() throws {
