@@ -143,8 +143,10 @@ public enum LaneChart {
         func budgetRow() -> String {
             var cells = [Cell](repeating: Cell(), count: columns)
             for b in lanes.budgets {
-                let last = min(b.runsOut, b.until)
-                for c in columns(b.start, last) { cells[c] = Cell(char: "-", sgr: "34") }
+                for c in columns(b.start, min(b.runsOut, b.until)) { cells[c] = Cell(char: "-", sgr: "34") }
+            }
+            // Moments after stretches, so that a budget starting where another expires hides nothing.
+            for b in lanes.budgets {
                 if b.runsOut <= b.until { cells[column(b.runsOut)] = Cell(char: "|", sgr: "31") }
                 if b.expiration <= b.until { cells[column(b.expiration)] = Cell(char: "!", sgr: "1;33") }
             }
@@ -160,6 +162,7 @@ public enum LaneChart {
                 for c in columns(task.from, task.to) { cells[c] = Cell(char: "=", sgr: sgr) }
                 for m in task.marks { cells[column(m.t)] = Cell(char: "!", sgr: "1;33") }
                 if task.outcome == "expired" { cells[column(task.to)] = Cell(char: "x", sgr: "1;31") }
+                if !task.ended { cells[column(task.to)] = Cell(char: ">", sgr: "36") }
                 // The plugin's name, unless the task's name already says it.
                 let name = task.label.contains(task.plugin) ? task.label : "\(task.plugin) \(task.label)"
                 rows.append(row(name, cells))
@@ -242,7 +245,7 @@ public enum LaneChart {
 
         func legend(width: Int) -> String {
             let text = "A active i inactive b background s suspended . not running = task ! expiring x expired"
-                + " | call * log T terminated E error"
+                + " > never ended | call * log T terminated E error"
             let cut = LaneChart.safeCut(text, width)
             return colour ? "\u{1B}[2m\(cut)\u{1B}[0m" : cut
         }

@@ -185,7 +185,8 @@ struct RunLanes {
             if !plugin.isEmpty { addPlugin(plugin) }
             switch e.name {
             case "didFinishLaunching":
-                enter(relaunching ? .background : .inactive, at: e.t, e, into: &self)
+                // A launch in the background starts a budget of its own.
+                enter(relaunching ? .background : .inactive, at: e.t, e, into: &self, restart: relaunching)
                 relaunching = false
             case "didBecomeActive": enter(.active, at: e.t, e, into: &self)
             case "willResignActive", "willEnterForeground": enter(.inactive, at: e.t, e, into: &self)

@@ -37,14 +37,14 @@ extension ReportPage {
         .lane-bg { fill: #f7f8fa; } .gsep { stroke: #d5d9df; } .grid { stroke: #e6e8ec; } .axis text { fill: #6b7280; }
         .st-active { fill: #34a865; } .st-inactive { fill: #f2c14e; } .st-background { fill: #4a7fd6; }
         .st-suspended { fill: #8e6cc4; } .st-notRunning { fill: #d9dde3; }
-        .budget { fill: #cfe0f7; } .budget-late { fill: #f8c59f; }
+        .budget { fill: #cfe0f7; } .budget-late { fill: #f8c59f; } .budget-unused { fill: #fff; opacity: .6; }
         .task { fill: #2f9e9a; } .task-open { fill: #a9dcd9; stroke: #2f9e9a; stroke-dasharray: 3 2; }
         .task-expired, .task-fail { fill: #d64541; }
         .http { fill: #5b8def; } .http-fail { fill: #d64541; }
         .http-open { fill: #c3d4f9; stroke: #5b8def; stroke-dasharray: 3 2; }
         .op { fill: #7b61c9; } .op-fail { fill: #e07b39; } .op-open { fill: #d3c8f3; stroke: #7b61c9; stroke-dasharray: 3 2; }
         .xfer { fill: #b8d8c4; } .xfer-fail { fill: #f3b9b5; } .xfer-queued { fill: #e6eaef; }
-        .xfer-open { fill: #dcefe2; stroke: #5aa27a; stroke-dasharray: 3 2; } .prog { fill: #2f8f5b; pointer-events: none; }
+        .xfer-open { fill: #dcefe2; stroke: #5aa27a; stroke-dasharray: 3 2; } .prog { fill: #7cc49a; pointer-events: none; }
         .call { fill: #3b4a5e; } .call-slow { fill: #e07b39; }
         .m-bad { fill: #d11f1a; } .m-warn { fill: #e69a17; } .m-info { fill: #6b7280; } .m-expire { fill: #f08a24; }
         .m-log-debug { fill: #a0a7b2; } .m-log-info { fill: #4a7fd6; } .m-log-warning { fill: #e69a17; }
@@ -75,7 +75,7 @@ extension ReportPage {
           var data = JSON.parse(document.getElementById("lifeline-data").textContent);
           var AXIS = 26, ROW = 14, STATE = 24, HEAD = 20, GAP = 6, LABELW = 210, PAD = 12, CHARW = 6.2;
           var DARK = { "st-inactive": 1, "st-notRunning": 1, "budget": 1, "budget-late": 1, "xfer": 1, "xfer-fail": 1,
-            "xfer-open": 1, "xfer-queued": 1, "task-open": 1, "http-open": 1, "op-open": 1 };
+            "xfer-open": 1, "xfer-queued": 1, "task-open": 1, "budget-unused": 1, "http-open": 1, "op-open": 1 };
           var tip = document.getElementById("tip");
           var lanesDrawn = 0;
 
@@ -144,11 +144,15 @@ extension ReportPage {
             for (var n = 0; n < 5000; n++) {
               var t = first + n * step;
               if (t > run.end + step * 1e-6) break;
-              var x = X(t).toFixed(1);
-              s += '<line class="grid" x1="' + x + '" x2="' + x + '" y1="' + (AXIS - 6) + '" y2="' + L.height + '"></line>' +
-                '<text x="' + (+x + 3) + '" y="14">' + fmt(t, step) + "</text>";
+              var x = X(t).toFixed(1), label = fmt(t, step);
+              s += '<line class="grid" x1="' + x + '" x2="' + x + '" y1="' + (AXIS - 6) + '" y2="' + L.height + '"></line>';
+              // The last label would be cut by the edge: it goes left of its line instead.
+              var lx = +x + 3 + label.length * CHARW > width ? +x - 3 - label.length * CHARW : +x + 3;
+              s += '<text x="' + lx.toFixed(1) + '" y="14">' + label + "</text>";
             }
             s += "</g>";
+            // Labels go last, above marks and progress fills, so nothing is drawn over text.
+            var labels = "";
             L.rows.forEach(function (r) {
               if (!r.lane) return;
               var state = r.lane.kind === "state";
@@ -177,11 +181,12 @@ extension ReportPage {
                   w.toFixed(1) + '" height="' + h + '" rx="2"></rect>';
                 var room = Math.floor((w - 8) / CHARW);
                 if (text && room >= 4 && h >= 10) {
-                  s += '<text class="' + (DARK[cls] ? "lbl-dark" : "lbl") + '" x="' + (x0 + 4).toFixed(1) + '" y="' +
+                  labels += '<text class="' + (DARK[cls] ? "lbl-dark" : "lbl") + '" x="' + (x0 + 4).toFixed(1) + '" y="' +
                     (y + h / 2 + 4) + '">' + esc(clip(text, room)) + "</text>";
                 }
               });
             });
+            s += labels;
             run.vlines.forEach(function (v) {
               var x = X(v[0]).toFixed(1);
               s += '<line class="' + v[1] + '" data-k="' + v[2] + '" x1="' + x + '" x2="' + x + '" y1="' + (AXIS - 6) +

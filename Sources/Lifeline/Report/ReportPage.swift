@@ -162,13 +162,15 @@ public enum ReportPage {
             ("st-suspended", "suspended"), ("st-notRunning", "not running"), ("budget", "background budget"),
             ("budget-late", "after expiration"), ("task", "task"), ("task-expired", "expired task"),
             ("http", "HTTP"), ("op", "queue op"), ("xfer", "transfer"), ("call", "handler call"),
-            ("m-bad", "termination / error"),
+            ("m-log-info", "log line"), ("m-bad", "termination / error"),
         ]
         let swatches = items.map { cls, label in
             "<span class=\"key\"><svg width=\"14\" height=\"12\"><rect class=\"\(cls)\" width=\"14\" height=\"12\" "
                 + "rx=\"2\"></rect></svg>\(label)</span>"
         }
-        return "<div class=\"legend\">\(swatches.joined())</div>"
+        let expiration = "<span class=\"key\"><svg width=\"14\" height=\"12\"><line class=\"v-expire\" x1=\"7\" x2=\"7\" "
+            + "y1=\"0\" y2=\"12\"></line></svg>expiration moment</span>"
+        return "<div class=\"legend\">\(swatches.joined())\(expiration)</div>"
     }()
 }
 
@@ -289,7 +291,9 @@ enum PageData {
             guard !lanes.budgets.isEmpty else { return }
             var items: [JSONValue] = []
             for b in lanes.budgets {
-                let last = min(b.runsOut, b.until)
+                // The whole window is drawn, so one sees how much was left; the part after the app
+                // left the background is faded.
+                let last = min(b.runsOut, lanes.end)
                 let t = tip([
                     ("budget from", seconds(b.start)), ("expiration", seconds(b.expiration)),
                     ("runs out", seconds(b.runsOut)),
@@ -297,8 +301,9 @@ enum PageData {
                     ("remaining then", seconds(max(b.runsOut - b.until, 0))),
                 ])
                 items.append(item(b.start, last, 0, "budget", t, "budget \(seconds(b.runsOut - b.start))"))
+                if b.expiration < last { items.append(item(b.expiration, last, 0, "budget-late", t, nil)) }
+                if b.until < last { items.append(item(b.until, last, 0, "budget-unused", t, nil)) }
                 if b.expiration <= b.until {
-                    items.append(item(b.expiration, last, 0, "budget-late", t, nil))
                     let vt = tip([
                         ("expiration", seconds(b.expiration)),
                         ("why", "budget \(seconds(b.runsOut - b.start)) from \(seconds(b.start)), minus expirationLead"),
