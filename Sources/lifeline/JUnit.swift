@@ -37,14 +37,16 @@ enum JUnit {
         out += "<testsuites \(counts) time=\"\(time(seconds))\">\n"
         out += "  <testsuite name=\"lifeline\" \(counts) errors=\"0\" skipped=\"0\" time=\"\(time(seconds))\">\n"
         for c in cases {
-            out += "    <testcase classname=\"\(escape(c.classname))\" name=\"\(escape(c.name))\" "
+            out +=
+                "    <testcase classname=\"\(escape(c.classname))\" name=\"\(escape(c.name))\" "
                 + "time=\"\(time(c.seconds))\""
             guard let headline = c.failure.first else {
                 out += "/>\n"
                 continue
             }
             out += ">\n"
-            out += "      <failure message=\"\(escape(headline))\" type=\"failure\">"
+            out +=
+                "      <failure message=\"\(escape(headline))\" type=\"failure\">"
                 + escape(c.failure.joined(separator: "\n"), inAttribute: false) + "</failure>\n"
             if !c.stderr.isEmpty {
                 var text = Substring(c.stderr)

@@ -29,7 +29,8 @@ enum ScenarioProcess {
     /// `directory` (no pipe can fill and block it), read back once it has ended.
     static func run(_ arguments: [String], directory: String) -> Outcome {
         let start = ContinuousClock.now
-        let outPath = directory + "/stdout", errPath = directory + "/stderr"
+        let outPath = directory + "/stdout"
+        let errPath = directory + "/stderr"
         guard FileManager.default.createFile(atPath: outPath, contents: nil),
             FileManager.default.createFile(atPath: errPath, contents: nil),
             let out = FileHandle(forWritingAtPath: outPath), let err = FileHandle(forWritingAtPath: errPath)

@@ -150,7 +150,8 @@ struct TestCommand: ParsableCommand {
         }
         var only = [file.plugin]
         for name in scenario.uses where !only.contains(name) { only.append(name) }
-        let reportPath = folder + "/report.json", runPath = folder + "/run.json"
+        let reportPath = folder + "/report.json"
+        let runPath = folder + "/run.json"
         // With "=", a value that starts with "-" is still read as the value.
         var arguments = [
             "simulate", "--plugins=\(directory)", "--only=\(only.joined(separator: ","))",
@@ -182,7 +183,8 @@ struct TestCommand: ParsableCommand {
             return verdict.failing(found.isEmpty ? ["simulate exited with status 1"] + Self.tail(lines) : found)
         case 64, 65, 70:
             let errors = lines.filter { $0.hasPrefix("lifeline: ") }.map { String($0.dropFirst("lifeline: ".count)) }
-            return verdict.failing(errors.isEmpty ? ["simulate exited with status \(status)"] + Self.tail(lines) : errors)
+            return verdict.failing(
+                errors.isEmpty ? ["simulate exited with status \(status)"] + Self.tail(lines) : errors)
         default:
             return verdict.failing(["simulate exited with status \(status), without a verdict"] + Self.tail(lines))
         }

@@ -72,7 +72,9 @@ private func passes(_ line: String, _ report: JSONValue) throws -> Bool {
     let e = try expectation(#"expect taskEnded plugin=save-changes name="queue \"a\" \\ b" between 1s and 2m times 2"#)
     let query = Lifeline.Expectation.EventQuery(
         event: "taskEnded",
-        fields: [.init(name: "plugin", value: .word("save-changes")), .init(name: "name", value: .quoted(#"queue "a" \ b"#))],
+        fields: [
+            .init(name: "plugin", value: .word("save-changes")), .init(name: "name", value: .quoted(#"queue "a" \ b"#)),
+        ],
         window: .between(1000, 120_000))
     #expect(e.kind == .events(query, count: .exactly(2)))
     #expect(e.line == 3)
@@ -220,8 +222,11 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
         (1...6).map { #""t": \#($0), "event": "opFinished", "op": \#($0), "result": "\#($0 == 5 ? "failed" : "x")""# })
     let message = try #require(try check(["expect opFinished result=failed at 2s"], r).first?.message)
     // op 5 differs only in time; then ops 2, 1, 3 (one field differs, nearest 2s first).
-    #expect(message.contains("found none; closest: t=5 opFinished op=5 result=failed (not at 2s); "
-        + "t=2 opFinished op=2 result=x (result differs); t=1 opFinished op=1 result=x (result differs, not at 2s)"),
+    #expect(
+        message.contains(
+            "found none; closest: t=5 opFinished op=5 result=failed (not at 2s); "
+                + "t=2 opFinished op=2 result=x (result differs); t=1 opFinished op=1 result=x (result differs, not at 2s)"
+        ),
         "\(message)")
     #expect(!message.contains("op=3"))
 }
@@ -244,9 +249,10 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
 
 @Test func expect_tooMany_listsTheMatches() throws {
     let message = try #require(try check(["expect opFinished times 1"], saveReport()).first?.message)
-    #expect(message.hasSuffix(
-        #"found 2: t=8 opFinished plugin=sync queue=sync op=1 name="queue sync.refresh" result=finished; "#
-            + #"t=9.5 opFinished plugin=sync queue=sync op=2 name="say \"hi\"" result=timedOut"#), "\(message)")
+    #expect(
+        message.hasSuffix(
+            #"found 2: t=8 opFinished plugin=sync queue=sync op=1 name="queue sync.refresh" result=finished; "#
+                + #"t=9.5 opFinished plugin=sync queue=sync op=2 name="say \"hi\"" result=timedOut"#), "\(message)")
     let no = try #require(try check(["expect no taskBegan"], saveReport()).first?.message)
     #expect(no == "t.scenario:1: expected no taskBegan, found 1: t=5 taskBegan plugin=save-changes task=4 name=save")
 }
@@ -254,19 +260,29 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
 @Test func expect_outcomeAndTermination_sayWhatHappened() throws {
     let terminated = try report(
         [#""t": 30, "event": "terminated", "kind": "watchdog", "code": "0x8badf00d""#],
-        termination: #"{"code": "0x8badf00d", "kind": "watchdog", "reason": "sync blocked 12 s", "plugin": "sync", "t": 30, "traceback": null}"#)
+        termination:
+            #"{"code": "0x8badf00d", "kind": "watchdog", "reason": "sync blocked 12 s", "plugin": "sync", "t": 30, "traceback": null}"#
+    )
     let results = try check(
-        ["expect outcome completed", "expect termination backgroundTaskTimeout", "expect termination watchdog plugin=x",
-         "expect termination watchdog plugin=sync"], terminated)
+        [
+            "expect outcome completed", "expect termination backgroundTaskTimeout",
+            "expect termination watchdog plugin=x",
+            "expect termination watchdog plugin=sync",
+        ], terminated)
     #expect(results.map(\.passed) == [false, false, false, true])
-    #expect(results[0].message == "t.scenario:1: expected outcome completed, found terminated (watchdog: sync blocked 12 s)")
-    #expect(results[1].message == "t.scenario:2: expected termination backgroundTaskTimeout, found watchdog: sync blocked 12 s")
+    #expect(
+        results[0].message == "t.scenario:1: expected outcome completed, found terminated (watchdog: sync blocked 12 s)"
+    )
+    #expect(
+        results[1].message
+            == "t.scenario:2: expected termination backgroundTaskTimeout, found watchdog: sync blocked 12 s")
     #expect(results[2].message.hasSuffix("found watchdog: sync blocked 12 s (plugin differs)"))
     let completed = try check(["expect termination watchdog", "expect outcome terminated"], saveReport())
-    #expect(completed.map(\.message) == [
-        "t.scenario:1: expected termination watchdog, found none: the run completed",
-        "t.scenario:2: expected outcome terminated, found completed",
-    ])
+    #expect(
+        completed.map(\.message) == [
+            "t.scenario:1: expected termination watchdog, found none: the run completed",
+            "t.scenario:2: expected outcome terminated, found completed",
+        ])
 }
 
 // MARK: - Implicit rules and exit codes
@@ -274,7 +290,9 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
 @Test func expect_unexpectedTermination_failsTheRunUnlessALineExpectsIt() throws {
     let terminated = try report(
         [#""t": 30, "event": "terminated", "kind": "taskLimit", "code": "0xbada5e47""#],
-        termination: #"{"code": "0xbada5e47", "kind": "taskLimit", "reason": "too many tasks", "plugin": "a", "t": 30, "traceback": null}"#)
+        termination:
+            #"{"code": "0xbada5e47", "kind": "taskLimit", "reason": "too many tasks", "plugin": "a", "t": 30, "traceback": null}"#
+    )
     let results = try check(["expect terminated at 30s"], terminated)
     #expect(results.map(\.passed) == [true])
     let unexpected = try check(["expect no pluginError"], terminated)
@@ -295,7 +313,8 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
     let results = try check(["expect outcome completed"], r)
     #expect(results.map(\.passed) == [true, false, false])
     #expect(results[1].message == "t.scenario: unexpected pluginError: init.lua:3: boom (from a at t=1)")
-    #expect(try check(["expect pluginError plugin=a", "expect pluginError plugin=b"], r).map(\.passed) == [true, true])
+    #expect(
+        try check(["expect pluginError plugin=a", "expect pluginError plugin=b"], r).map(\.passed) == [true, true])
     // Named, but forbidden: that line fails, and says so once.
     #expect(try check(["expect no pluginError"], r).map(\.passed) == [false])
 }

@@ -33,7 +33,8 @@ extension Expectation {
 
     /// Checks `expectations` against `report` (the JSON object `--report` writes), in order, then
     /// the implicit ones. `fileName` starts every message. No expectations, no results.
-    public static func check(_ expectations: [Expectation], report: JSONValue, fileName: String) -> [ExpectationResult] {
+    public static func check(_ expectations: [Expectation], report: JSONValue, fileName: String) -> [ExpectationResult]
+    {
         guard !expectations.isEmpty else { return [] }
         var results = expectations.map { $0.check(report: report, fileName: fileName) }
         let acknowledgesTermination = expectations.contains {
@@ -49,7 +50,8 @@ extension Expectation {
             let reason = termination["reason"]?.plainText ?? ""
             results.append(
                 ExpectationResult(
-                    expectation: Expectation(line: 0, text: "no unexpected termination", kind: .noUnexpectedTermination),
+                    expectation: Expectation(
+                        line: 0, text: "no unexpected termination", kind: .noUnexpectedTermination),
                     passed: false, message: "\(fileName): unexpected termination: \(kind) \(reason)"))
         }
         let namesPluginError = expectations.contains {
@@ -61,7 +63,8 @@ extension Expectation {
                 var origin: [String] = []
                 if let plugin = event["plugin"]?.plainText { origin.append("from \(plugin)") }
                 if let t = event["t"]?.plainText { origin.append("at t=\(t)") }
-                let message = (event["message"]?.plainText ?? "")
+                let message =
+                    (event["message"]?.plainText ?? "")
                     + (origin.isEmpty ? "" : " (" + origin.joined(separator: " ") + ")")
                 results.append(
                     ExpectationResult(
@@ -118,7 +121,8 @@ extension Expectation {
                 break
             }
             let differing = fields.filter { field in termination[field.name].map(field.value.matches) != true }
-            failure = differing.isEmpty
+            failure =
+                differing.isEmpty
                 ? nil
                 : "found \(Self.describeTermination(termination)) ("
                     + differing.map { Self.difference($0, in: termination) }.joined(separator: ", ") + ")"
@@ -128,7 +132,9 @@ extension Expectation {
             // Only `check(_:report:fileName:)` makes these, already decided.
             failure = nil
         }
-        guard let failure else { return ExpectationResult(expectation: self, passed: true, message: "\(at): met: \(text)") }
+        guard let failure else {
+            return ExpectationResult(expectation: self, passed: true, message: "\(at): met: \(text)")
+        }
         return ExpectationResult(expectation: self, passed: false, message: "\(at): \(wanted), \(failure)")
     }
 
@@ -157,7 +163,8 @@ extension Expectation {
             }
             return message
                 + (names.isEmpty
-                    ? "; the timeline is empty" : "; the events in this report are: " + names.sorted().joined(separator: ", "))
+                    ? "; the timeline is empty"
+                    : "; the events in this report are: " + names.sorted().joined(separator: ", "))
         }
         var message = matching.isEmpty ? "found none" : "found \(matching.count): " + list(matching)
         // Near misses: fewest differing fields first (the time is not a field: an event right but
@@ -172,9 +179,10 @@ extension Expectation {
         var short = true
         if case .exactly(let n) = count { short = matching.count < n }
         if short, !misses.isEmpty {
-            message += "; closest: "
+            message +=
+                "; closest: "
                 + misses.prefix(closestShown).map { describe($0.3) + " (" + $0.4.joined(separator: ", ") + ")" }
-                    .joined(separator: "; ")
+                .joined(separator: "; ")
         }
         return message
     }
@@ -229,9 +237,13 @@ extension Expectation {
         switch value {
         case .string(var s):
             if s.count > valueWidth { s = String(s.prefix(valueWidth)) + "…" }
-            let plain = !s.isEmpty && s.unicodeScalars.allSatisfy {
-                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_-.:/@+".unicodeScalars.contains($0))
-            }
+            let plain =
+                !s.isEmpty
+                && s.unicodeScalars.allSatisfy {
+                    $0.isASCII
+                        && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+                            || "_-.:/@+".unicodeScalars.contains($0))
+                }
             if plain { return s }
             var out = "\""
             for c in s {
@@ -284,7 +296,9 @@ extension Expectation.EventQuery {
         }
         if let contains {
             if case .string(let message)? = event["message"] {
-                if !message.contains(contains) { out.append("message does not contain \(Expectation.display(.string(contains)))") }
+                if !message.contains(contains) {
+                    out.append("message does not contain \(Expectation.display(.string(contains)))")
+                }
             } else {
                 out.append("no message")
             }

@@ -192,7 +192,8 @@ public struct Expectation: Equatable, Sendable {
         var query = EventQuery(event: event)
         var times: Int?
         var rest = tokens
-        let clauses = negative
+        let clauses =
+            negative
             ? "FIELD=VALUE, 'at TIME', 'between TIME and TIME' or 'contains \"TEXT\"'"
             : "FIELD=VALUE, 'at TIME', 'between TIME and TIME', 'times N' or 'contains \"TEXT\"'"
         while let token = rest.popFirst() {
@@ -206,11 +207,14 @@ public struct Expectation: Equatable, Sendable {
             case "between":
                 guard query.window == nil else { throw .badInput("\(at): give at most one 'at' or 'between'") }
                 let form = "write 'between TIME and TIME', as in 'between 5s and 30s'"
-                guard let a = rest.popFirst()?.word else { throw .badInput("\(at): 'between' needs two times; \(form)") }
+                guard let a = rest.popFirst()?.word else {
+                    throw .badInput("\(at): 'between' needs two times; \(form)")
+                }
                 guard rest.popFirst()?.word == "and", let b = rest.popFirst()?.word else {
                     throw .badInput("\(at): 'between \(a)' needs 'and TIME'; \(form)")
                 }
-                let start = try Scenario.parseTime(a, at: at), end = try Scenario.parseTime(b, at: at)
+                let start = try Scenario.parseTime(a, at: at)
+                let end = try Scenario.parseTime(b, at: at)
                 guard start <= end else {
                     throw .badInput("\(at): 'between \(a) and \(b)' goes backwards: put the earlier time first")
                 }
