@@ -41,46 +41,82 @@ enum PictureFixtures {
         let file = "http://127.0.0.1:8080/catalogue.json"
         var t: [JSONValue] = [
             event(0, "didFinishLaunching"), event(0, "didBecomeActive"),
-            event(0.2, "log", ("plugin", .string("sync")), ("level", .string("info")), ("message", .string("loaded, 3 items pending"))),
+            event(
+                0.2, "log", ("plugin", .string("sync")), ("level", .string("info")),
+                ("message", .string("loaded, 3 items pending"))),
             event(2, "willResignActive"), event(2, "didEnterBackground"),
-            event(2, "taskBegan", ("plugin", .string("sync")), ("task", .int(1)), ("name", .string("queue sync.uploads"))),
-            event(2, "opStarted", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(1)), ("name", .string("upload-items"))),
+            event(
+                2, "taskBegan", ("plugin", .string("sync")), ("task", .int(1)),
+                ("name", .string("queue sync.uploads"))),
+            event(
+                2, "opStarted", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(1)),
+                ("name", .string("upload-items"))),
             event(2, "httpRequest", ("plugin", .string("sync")), ("method", .string("POST")), ("url", .string(items))),
             event(2, "taskBegan", ("plugin", .string("save-changes")), ("task", .int(2)), ("name", .string("save"))),
-            event(2.5, "log", ("plugin", .string("save-changes")), ("level", .string("debug")), ("message", .string("saving 12 rows"))),
-            event(3, "taskEnded", ("plugin", .string("save-changes")), ("task", .int(2)), ("name", .string("save")), ("expired", .bool(false))),
             event(
-                2, "transferQueued", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue")), ("kind", .string("download")),
+                2.5, "log", ("plugin", .string("save-changes")), ("level", .string("debug")),
+                ("message", .string("saving 12 rows"))),
+            event(
+                3, "taskEnded", ("plugin", .string("save-changes")), ("task", .int(2)), ("name", .string("save")),
+                ("expired", .bool(false))),
+            event(
+                2, "transferQueued", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue")),
+                ("kind", .string("download")),
                 ("url", .string(file))),
             event(4, "transferStarted", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue"))),
         ]
         for s in 5...20 {
             t.append(
                 event(
-                    Double(s), "transferProgress", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue")),
+                    Double(s), "transferProgress", ("plugin", .string("offline-sync")),
+                    ("transfer", .string("catalogue")),
                     ("received", .int(Int64((s - 4) * 1_000_000))), ("total", .int(16_000_000))))
         }
         t += [
-            event(20, "transferEnded", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue")), ("state", .string("completed"))),
-            event(20, "transferDidFinish", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue"))),
-            event(12, "log", ("plugin", .string("sync")), ("level", .string("warning")), ("message", .string("upload is slow (10 s so far)"))),
-            event(27, "taskExpiring", ("plugin", .string("sync")), ("task", .int(1)), ("name", .string("queue sync.uploads"))),
-            event(27, "log", ("plugin", .string("sync")), ("level", .string("error")), ("message", .string("expired: upload stopped"))),
-            event(27, "httpResponse", ("plugin", .string("sync")), ("method", .string("POST")), ("url", .string(items)), ("error", .string("expired"))),
             event(
-                27, "opFinished", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(1)), ("name", .string("upload-items")),
+                20, "transferEnded", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue")),
+                ("state", .string("completed"))),
+            event(20, "transferDidFinish", ("plugin", .string("offline-sync")), ("transfer", .string("catalogue"))),
+            event(
+                12, "log", ("plugin", .string("sync")), ("level", .string("warning")),
+                ("message", .string("upload is slow (10 s so far)"))),
+            event(
+                27, "taskExpiring", ("plugin", .string("sync")), ("task", .int(1)),
+                ("name", .string("queue sync.uploads"))),
+            event(
+                27, "log", ("plugin", .string("sync")), ("level", .string("error")),
+                ("message", .string("expired: upload stopped"))),
+            event(
+                27, "httpResponse", ("plugin", .string("sync")), ("method", .string("POST")), ("url", .string(items)),
+                ("error", .string("expired"))),
+            event(
+                27, "opFinished", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(1)),
+                ("name", .string("upload-items")),
                 ("result", .string("expired"))),
-            event(27, "taskEnded", ("plugin", .string("sync")), ("task", .int(1)), ("name", .string("queue sync.uploads")), ("expired", .bool(true))),
+            event(
+                27, "taskEnded", ("plugin", .string("sync")), ("task", .int(1)),
+                ("name", .string("queue sync.uploads")), ("expired", .bool(true))),
             event(27, "suspended"),
             event(60, "willEnterForeground"), event(60, "didBecomeActive"),
-            event(60, "taskBegan", ("plugin", .string("sync")), ("task", .int(3)), ("name", .string("queue sync.uploads"))),
-            event(60, "opStarted", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(2)), ("name", .string("upload-commit"))),
-            event(60, "httpRequest", ("plugin", .string("sync")), ("method", .string("POST")), ("url", .string("http://127.0.0.1:8080/batches/7/commit"))),
-            event(61, "httpResponse", ("plugin", .string("sync")), ("method", .string("POST")), ("url", .string("http://127.0.0.1:8080/batches/7/commit")), ("status", .int(200))),
             event(
-                61, "opFinished", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(2)), ("name", .string("upload-commit")),
+                60, "taskBegan", ("plugin", .string("sync")), ("task", .int(3)), ("name", .string("queue sync.uploads"))
+            ),
+            event(
+                60, "opStarted", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(2)),
+                ("name", .string("upload-commit"))),
+            event(
+                60, "httpRequest", ("plugin", .string("sync")), ("method", .string("POST")),
+                ("url", .string("http://127.0.0.1:8080/batches/7/commit"))),
+            event(
+                61, "httpResponse", ("plugin", .string("sync")), ("method", .string("POST")),
+                ("url", .string("http://127.0.0.1:8080/batches/7/commit")), ("status", .int(200))),
+            event(
+                61, "opFinished", ("plugin", .string("sync")), ("queue", .string("sync.uploads")), ("op", .int(2)),
+                ("name", .string("upload-commit")),
                 ("result", .string("finished"))),
-            event(61, "taskEnded", ("plugin", .string("sync")), ("task", .int(3)), ("name", .string("queue sync.uploads")), ("expired", .bool(false))),
+            event(
+                61, "taskEnded", ("plugin", .string("sync")), ("task", .int(3)),
+                ("name", .string("queue sync.uploads")), ("expired", .bool(false))),
         ]
         t.sort { ($0["t"]?.doubleValue ?? 0) < ($1["t"]?.doubleValue ?? 0) }
         let calls = [
@@ -100,25 +136,37 @@ enum PictureFixtures {
         let timeline = [
             event(0, "didFinishLaunching"), event(0, "didBecomeActive"), event(1, "willResignActive"),
             event(1, "didEnterBackground"),
-            event(1, "taskBegan", ("plugin", .string("session-end")), ("task", .int(1)), ("name", .string("session-end"))),
-            event(26, "taskExpiring", ("plugin", .string("session-end")), ("task", .int(1)), ("name", .string("session-end"))),
-            event(27, "watchdog", ("plugin", .string("session-end")), ("handler", .string("expiration handler")), ("limit", .int(1))),
+            event(
+                1, "taskBegan", ("plugin", .string("session-end")), ("task", .int(1)),
+                ("name", .string("session-end"))),
+            event(
+                26, "taskExpiring", ("plugin", .string("session-end")), ("task", .int(1)),
+                ("name", .string("session-end"))),
+            event(
+                27, "watchdog", ("plugin", .string("session-end")), ("handler", .string("expiration handler")),
+                ("limit", .int(1))),
             event(27, "terminated", ("kind", .string("watchdog")), ("code", .string("0x8badf00d"))),
         ]
         let termination = JSONValue.object([
-            ("code", .string("0x8badf00d")), ("kind", .string("watchdog")), ("reason", .string("expiration handler ran past 1 s")),
-            ("plugin", .string("session-end")), ("t", .int(27)), ("traceback", .string("init.lua:12: in function <init.lua:10>")),
+            ("code", .string("0x8badf00d")), ("kind", .string("watchdog")),
+            ("reason", .string("expiration handler ran past 1 s")),
+            ("plugin", .string("session-end")), ("t", .int(27)),
+            ("traceback", .string("init.lua:12: in function <init.lua:10>")),
         ])
         let expectations: [JSONValue] = [
             .object([("line", .int(9)), ("text", .string("expect outcome completed")), ("passed", .bool(false))]),
-            .object([("line", .int(10)), ("text", .string("expect task session-end expired")), ("passed", .bool(true))]),
+            .object([("line", .int(10)), ("text", .string("expect task session-end expired")), ("passed", .bool(true))]
+            ),
         ]
         return RenderedRun(
             title: "session-end/hang.scenario",
             report: report(
                 timeline, plugins: ["session-end"], outcome: "terminated", termination: termination,
                 expectations: expectations),
-            calls: [HandlerCall(time: .seconds(26), plugin: "session-end", handler: "expiration handler", milliseconds: 1000)])
+            calls: [
+                HandlerCall(
+                    time: .seconds(26), plugin: "session-end", handler: "expiration handler", milliseconds: 1000)
+            ])
     }
 
     /// `count` events or so: many overlapping tasks, requests and log lines in the background.
@@ -132,10 +180,19 @@ enum PictureFixtures {
             let t = 1 + Double(i) * 0.02
             let id = JSONValue.int(Int64(i))
             timeline.append(event(t, "taskBegan", ("plugin", .string(plugin)), ("task", id)))
-            timeline.append(event(t, "httpRequest", ("plugin", .string(plugin)), ("method", .string("GET")), ("url", .string("/x"))))
-            timeline.append(event(t, "log", ("plugin", .string(plugin)), ("level", .string("info")), ("message", .string("line \(i)"))))
-            timeline.append(event(t + 0.5, "httpResponse", ("plugin", .string(plugin)), ("method", .string("GET")), ("url", .string("/x")), ("status", .int(200))))
-            timeline.append(event(t + 3, "taskEnded", ("plugin", .string(plugin)), ("task", id), ("expired", .bool(false))))
+            timeline.append(
+                event(t, "httpRequest", ("plugin", .string(plugin)), ("method", .string("GET")), ("url", .string("/x")))
+            )
+            timeline.append(
+                event(
+                    t, "log", ("plugin", .string(plugin)), ("level", .string("info")), ("message", .string("line \(i)"))
+                ))
+            timeline.append(
+                event(
+                    t + 0.5, "httpResponse", ("plugin", .string(plugin)), ("method", .string("GET")),
+                    ("url", .string("/x")), ("status", .int(200))))
+            timeline.append(
+                event(t + 3, "taskEnded", ("plugin", .string(plugin)), ("task", id), ("expired", .bool(false))))
             calls.append(HandlerCall(time: .seconds(t), plugin: plugin, handler: "timer", milliseconds: 0.5))
             i += 1
         }
@@ -143,7 +200,8 @@ enum PictureFixtures {
         return RenderedRun(title: "busy", report: report(timeline, plugins: plugins), calls: calls)
     }
 
-    static let hostileText = "</script><script>alert(1)</script><!-- <img src=x onerror=alert(2)> & \u{1B}[31m 表\u{2028}"
+    static let hostileText =
+        "</script><script>alert(1)</script><!-- <img src=x onerror=alert(2)> & \u{1B}[31m 表\u{2028}"
 
     /// Strings from a report that would break a page, a terminal or a trace if written as they are.
     static func hostile() -> RenderedRun {
@@ -152,7 +210,9 @@ enum PictureFixtures {
             event(0, "didFinishLaunching"), event(0, "didBecomeActive"),
             event(1, "taskBegan", ("plugin", name), ("task", .int(1)), ("name", .string(hostileText))),
             event(2, "log", ("plugin", name), ("level", .string("error")), ("message", .string(hostileText))),
-            event(3, "pluginError", ("plugin", name), ("message", .string(hostileText)), ("traceback", .string(hostileText))),
+            event(
+                3, "pluginError", ("plugin", name), ("message", .string(hostileText)),
+                ("traceback", .string(hostileText))),
             event(4, hostileText, ("x", .string(hostileText))),
         ]
         return RenderedRun(
@@ -240,9 +300,10 @@ private func visibleWidth(_ line: String) -> Int {
 @Test func page_marksStatesBudgetAndExpiration() throws {
     let data = try embeddedData(ReportPage.html([PictureFixtures.expiration()]))
     let text = data.serialized()
-    for cls in ["st-active", "st-background", "st-suspended", "budget", "budget-late", "task-expired",
-        "http-fail", "op-fail", "xfer", "prog", "m-log-error", "m-expire", "call", "v-expire"]
-    {
+    for cls in [
+        "st-active", "st-background", "st-suspended", "budget", "budget-late", "task-expired",
+        "http-fail", "op-fail", "xfer", "prog", "m-log-error", "m-expire", "call", "v-expire",
+    ] {
         #expect(text.contains("\"\(cls)\""), "missing \(cls)")
     }
 }
@@ -343,7 +404,10 @@ private func traceEvents(_ runs: [RenderedRun]) throws -> [JSONValue] {
     let events = try traceEvents([PictureFixtures.expiration(), PictureFixtures.terminated()])
     let processes = events.filter { $0["name"] == .string("process_name") }
     #expect(processes.map { $0["pid"] } == [.int(1), .int(2)])
-    #expect(processes.map { $0["args"]?["name"] } == [.string("sync/expiration.scenario"), .string("session-end/hang.scenario")])
+    #expect(
+        processes.map { $0["args"]?["name"] } == [
+            .string("sync/expiration.scenario"), .string("session-end/hang.scenario"),
+        ])
     let threads = Set(
         events.filter { $0["name"] == .string("thread_name") && $0["pid"] == .int(1) }
             .compactMap { $0["args"]?["name"] }.map(RunLanes.display))
@@ -418,9 +482,10 @@ private func traceEvents(_ runs: [RenderedRun]) throws -> [JSONValue] {
 
 @Test(arguments: [1, 12, 39, 40, 41, 80, 200])
 func laneChart_neverExceedsTheWidth(width: Int) {
-    for run in [PictureFixtures.expiration(), PictureFixtures.terminated(), PictureFixtures.hostile(),
-        PictureFixtures.busy(count: 1000)]
-    {
+    for run in [
+        PictureFixtures.expiration(), PictureFixtures.terminated(), PictureFixtures.hostile(),
+        PictureFixtures.busy(count: 1000),
+    ] {
         for colour in [false, true] {
             let text = LaneChart.text(run, width: width, colour: colour)
             for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -437,10 +502,14 @@ func laneChart_neverExceedsTheWidth(width: Int) {
 }
 
 @Test func laneChart_drawsStatesTasksAndMarkers() {
-    let lines = LaneChart.text(PictureFixtures.expiration(), width: 81, colour: false).split(separator: "\n").map(String.init)
+    let lines = LaneChart.text(PictureFixtures.expiration(), width: 81, colour: false).split(separator: "\n").map(
+        String.init)
     let app = lines.first { $0.hasPrefix("app ") } ?? ""
     // 61 s over 61 columns: a column a second.
-    #expect(app.hasSuffix(String(repeating: "A", count: 2) + String(repeating: "b", count: 25) + String(repeating: "s", count: 33) + "A"))
+    #expect(
+        app.hasSuffix(
+            String(repeating: "A", count: 2) + String(repeating: "b", count: 25) + String(repeating: "s", count: 33)
+                + "A"))
     let upload = lines.first { $0.hasPrefix("queue sync.uploads") } ?? ""
     #expect(upload.contains("==x"))
     let budget = lines.first { $0.hasPrefix("budget") } ?? ""

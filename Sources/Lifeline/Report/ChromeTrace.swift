@@ -134,7 +134,9 @@ public enum ChromeTrace {
                 var kept: [(Int64, Double)] = []
                 for (t, value) in samples {
                     let ts = RunLanes.microseconds(t)
-                    if let lastKept = kept.last, lastKept.0 == ts { kept[kept.count - 1] = (ts, value) } else {
+                    if let lastKept = kept.last, lastKept.0 == ts {
+                        kept[kept.count - 1] = (ts, value)
+                    } else {
                         kept.append((ts, value))
                     }
                 }
@@ -142,7 +144,8 @@ public enum ChromeTrace {
                     events.append(
                         .object([
                             ("name", .string("background time remaining")), ("cat", .string("budget")),
-                            ("ph", .string("C")), ("ts", .int(ts)), ("pid", .int(Int64(pid))), ("tid", .int(Int64(tid))),
+                            ("ph", .string("C")), ("ts", .int(ts)), ("pid", .int(Int64(pid))),
+                            ("tid", .int(Int64(tid))),
                             ("args", .object([("seconds", RunLanes.number(max(value, 0)))])),
                         ]))
                 }
@@ -216,7 +219,8 @@ public enum ChromeTrace {
                     instant(m.name, cat: "termination", t: m.t, tid: app, scope: "p", args: args)
                 case "pluginError", "watchdog", "endUnknownTask":
                     let plugin = m.text("plugin") ?? ""
-                    instant(m.name, cat: "error", t: m.t, tid: plugin.isEmpty ? app : track(plugin), scope: "t", args: args)
+                    instant(
+                        m.name, cat: "error", t: m.t, tid: plugin.isEmpty ? app : track(plugin), scope: "t", args: args)
                 default:
                     instant(m.name, cat: "event", t: m.t, tid: app, scope: "t", args: args)
                 }

@@ -187,7 +187,9 @@ public enum LaneChart {
                         rank[c] = r
                     }
                 }
-                for call in lanes.calls where call.plugin == plugin { put(call.time.seconds, Cell(char: "|", sgr: "2"), 1) }
+                for call in lanes.calls where call.plugin == plugin {
+                    put(call.time.seconds, Cell(char: "|", sgr: "2"), 1)
+                }
                 for log in lanes.logs where log.text("plugin") == plugin {
                     switch log.text("level") {
                     case "error": put(log.t, Cell(char: "E", sgr: "1;31"), 4)
@@ -229,7 +231,9 @@ public enum LaneChart {
         func failures(width: Int) -> [String] {
             var texts: [String] = []
             if let term = lanes.termination {
-                let parts = ["kind", "plugin", "reason"].compactMap { key in term[key].map { "\(key) \(RunLanes.display($0))" } }
+                let parts = ["kind", "plugin", "reason"].compactMap { key in
+                    term[key].map { "\(key) \(RunLanes.display($0))" }
+                }
                 let at = term["t"].map { " at \(RunLanes.display($0))s" } ?? ""
                 texts.append("TERMINATED\(at): " + parts.joined(separator: ", "))
             }
@@ -244,7 +248,8 @@ public enum LaneChart {
         }
 
         func legend(width: Int) -> String {
-            let text = "A active i inactive b background s suspended . not running = task ! expiring x expired"
+            let text =
+                "A active i inactive b background s suspended . not running = task ! expiring x expired"
                 + " > never ended | call * log T terminated E error"
             let cut = LaneChart.safeCut(text, width)
             return colour ? "\u{1B}[2m\(cut)\u{1B}[0m" : cut

@@ -349,7 +349,7 @@ struct RunLanes {
             spans[i].ended = true
             spans[i].outcome = state
             spans[i].failed = !["completed", "finished", "done", "succeeded"].contains(state)
-            // Delivery events (transferDidFinish/Fail) may still follow: they are ticks on the span.
+        // Delivery events (transferDidFinish/Fail) may still follow: they are ticks on the span.
         case "transferDidFinish", "transferDidFail", "transferError", "transferRetrying", "transferRestarted",
             "transferResumed":
             spans[i].marks.append(e)
@@ -406,7 +406,8 @@ struct RunLanes {
     /// Greedy rows for intervals so that none overlaps another in its row: the first row whose
     /// last interval ended `gap` before this one began. Rows beyond `maxRows` reuse the last row,
     /// so a pathological run stays a bounded picture.
-    static func pack(_ intervals: [(from: Double, to: Double)], gap: Double, maxRows: Int) -> (rows: [Int], count: Int) {
+    static func pack(_ intervals: [(from: Double, to: Double)], gap: Double, maxRows: Int) -> (rows: [Int], count: Int)
+    {
         var rowEnds: [Double] = []
         var rows: [Int] = []
         for (from, to) in intervals {

@@ -42,24 +42,29 @@ extension ReportPage {
         .task-expired, .task-fail { fill: #d64541; }
         .http { fill: #5b8def; } .http-fail { fill: #d64541; }
         .http-open { fill: #c3d4f9; stroke: #5b8def; stroke-dasharray: 3 2; }
-        .op { fill: #7b61c9; } .op-fail { fill: #e07b39; } .op-open { fill: #d3c8f3; stroke: #7b61c9; stroke-dasharray: 3 2; }
+        .op { fill: #7b61c9; } .op-fail { fill: #e07b39; }
+        .op-open { fill: #d3c8f3; stroke: #7b61c9; stroke-dasharray: 3 2; }
         .xfer { fill: #b8d8c4; } .xfer-fail { fill: #f3b9b5; } .xfer-queued { fill: #e6eaef; }
-        .xfer-open { fill: #dcefe2; stroke: #5aa27a; stroke-dasharray: 3 2; } .prog { fill: #7cc49a; pointer-events: none; }
+        .xfer-open { fill: #dcefe2; stroke: #5aa27a; stroke-dasharray: 3 2; }
+        .prog { fill: #7cc49a; pointer-events: none; }
         .call { fill: #3b4a5e; } .call-slow { fill: #e07b39; }
         .m-bad { fill: #d11f1a; } .m-warn { fill: #e69a17; } .m-info { fill: #6b7280; } .m-expire { fill: #f08a24; }
         .m-log-debug { fill: #a0a7b2; } .m-log-info { fill: #4a7fd6; } .m-log-warning { fill: #e69a17; }
         .m-log-error { fill: #d11f1a; }
-        .v-bad { stroke: #d11f1a; stroke-width: 2; } .v-expire { stroke: #f08a24; stroke-width: 1.5; stroke-dasharray: 5 3; }
+        .v-bad { stroke: #d11f1a; stroke-width: 2; }
+        .v-expire { stroke: #f08a24; stroke-width: 1.5; stroke-dasharray: 5 3; }
         [data-k]:hover { stroke: #111827; stroke-width: 1.2; }
         #tip { position: fixed; display: none; z-index: 10; max-width: 560px; background: #1f2633; color: #f3f4f6;
           padding: 6px 9px; border-radius: 6px; font-size: 12px; box-shadow: 0 4px 14px rgba(0, 0, 0, .25);
           pointer-events: none; }
         #tip table { border-collapse: collapse; } #tip td { padding: 0 8px 0 0; vertical-align: top; }
         #tip td.k { color: #9aa4b2; white-space: nowrap; }
-        #tip td.v { white-space: pre-wrap; overflow-wrap: anywhere; font-family: ui-monospace, Menlo, Consolas, monospace; }
+        #tip td.v { white-space: pre-wrap; overflow-wrap: anywhere;
+          font-family: ui-monospace, Menlo, Consolas, monospace; }
         #tip tr.sep td { border-top: 1px solid #465064; padding-top: 3px; }
         .log summary { cursor: pointer; margin-top: 10px; font-weight: 600; }
-        .logbox { max-height: 320px; overflow: auto; border: 1px solid var(--line); border-radius: 6px; margin-top: 6px; }
+        .logbox { max-height: 320px; overflow: auto; border: 1px solid var(--line); border-radius: 6px;
+          margin-top: 6px; }
         .log table { border-collapse: collapse; width: 100%;
           font: 12px/1.35 ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; }
         .log th { position: sticky; top: 0; background: #f3f4f6; text-align: left; padding: 3px 8px; }
@@ -134,9 +139,11 @@ extension ReportPage {
             var s = '<svg width="' + width + '" height="' + L.height + '">';
             L.rows.forEach(function (r) {
               if (r.lane) {
-                s += '<rect class="lane-bg" x="0" y="' + (r.y - 2) + '" width="' + width + '" height="' + (r.h + 4) + '"></rect>';
+                s += '<rect class="lane-bg" x="0" y="' + (r.y - 2) + '" width="' + width + '" height="' + (r.h + 4) +
+                  '"></rect>';
               } else {
-                s += '<line class="gsep" x1="0" x2="' + width + '" y1="' + (r.y + 2) + '" y2="' + (r.y + 2) + '"></line>';
+                s += '<line class="gsep" x1="0" x2="' + width + '" y1="' + (r.y + 2) + '" y2="' + (r.y + 2) +
+                  '"></line>';
               }
             });
             var step = niceStep(90 / scale), first = Math.ceil(t0 / step) * step;
@@ -145,7 +152,8 @@ extension ReportPage {
               var t = first + n * step;
               if (t > run.end + step * 1e-6) break;
               var x = X(t).toFixed(1), label = fmt(t, step);
-              s += '<line class="grid" x1="' + x + '" x2="' + x + '" y1="' + (AXIS - 6) + '" y2="' + L.height + '"></line>';
+              s += '<line class="grid" x1="' + x + '" x2="' + x + '" y1="' + (AXIS - 6) + '" y2="' + L.height +
+                '"></line>';
               // The last label would be cut by the edge: it goes left of its line instead.
               var lx = +x + 3 + label.length * CHARW > width ? +x - 3 - label.length * CHARW : +x + 3;
               s += '<text x="' + lx.toFixed(1) + '" y="14">' + label + "</text>";
@@ -165,8 +173,8 @@ extension ReportPage {
                     s += '<path class="' + cls + '" data-k="' + k + '" d="M' + x0.toFixed(1) + " " + y + "l5 " + h / 2 +
                       "l-5 " + h / 2 + "l-5 " + (-h / 2) + 'z"></path>';
                   } else {
-                    s += '<rect class="' + cls + '" data-k="' + k + '" x="' + (x0 - 1.5).toFixed(1) + '" y="' + (y + 1) +
-                      '" width="3" height="' + (h - 2) + '" rx="1"></rect>';
+                    s += '<rect class="' + cls + '" data-k="' + k + '" x="' + (x0 - 1.5).toFixed(1) + '" y="' +
+                      (y + 1) + '" width="3" height="' + (h - 2) + '" rx="1"></rect>';
                   }
                   return;
                 }
@@ -181,8 +189,8 @@ extension ReportPage {
                   w.toFixed(1) + '" height="' + h + '" rx="2"></rect>';
                 var room = Math.floor((w - 8) / CHARW);
                 if (text && room >= 4 && h >= 10) {
-                  labels += '<text class="' + (DARK[cls] ? "lbl-dark" : "lbl") + '" x="' + (x0 + 4).toFixed(1) + '" y="' +
-                    (y + h / 2 + 4) + '">' + esc(clip(text, room)) + "</text>";
+                  labels += '<text class="' + (DARK[cls] ? "lbl-dark" : "lbl") + '" x="' + (x0 + 4).toFixed(1) +
+                    '" y="' + (y + h / 2 + 4) + '">' + esc(clip(text, room)) + "</text>";
                 }
               });
             });

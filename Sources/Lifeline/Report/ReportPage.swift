@@ -24,7 +24,9 @@ public enum ReportPage {
             <style>\(style)</style>
             </head>
             <body>
-            <script>window.onerror = function (message) { document.body.setAttribute("data-error", String(message)); };</script>
+            <script>
+            window.onerror = function (message) { document.body.setAttribute("data-error", String(message)); };
+            </script>
             <header><h1>\(escape(title))</h1>\(legend)</header>
 
             """
@@ -133,7 +135,9 @@ public enum ReportPage {
         if case .object(let fields) = term {
             for (key, value) in fields where value != .null {
                 let text = escape(RunLanes.display(value))
-                out += key == "traceback" ? "<dt>\(escape(key))</dt><dd><pre>\(text)</pre></dd>"
+                out +=
+                    key == "traceback"
+                    ? "<dt>\(escape(key))</dt><dd><pre>\(text)</pre></dd>"
                     : "<dt>\(escape(key))</dt><dd>\(text)</dd>"
             }
         } else {
@@ -168,12 +172,12 @@ public enum ReportPage {
             "<span class=\"key\"><svg width=\"14\" height=\"12\"><rect class=\"\(cls)\" width=\"14\" height=\"12\" "
                 + "rx=\"2\"></rect></svg>\(label)</span>"
         }
-        let expiration = "<span class=\"key\"><svg width=\"14\" height=\"12\"><line class=\"v-expire\" x1=\"7\" x2=\"7\" "
+        let expiration =
+            "<span class=\"key\"><svg width=\"14\" height=\"12\"><line class=\"v-expire\" x1=\"7\" x2=\"7\" "
             + "y1=\"0\" y2=\"12\"></line></svg>expiration moment</span>"
         return "<div class=\"legend\">\(swatches.joined())\(expiration)</div>"
     }()
 }
-
 
 /// The JSON the page's script draws from: per run its time span, lanes of items, vertical lines
 /// and tooltips. Items are arrays, `[t0, t1, row, class, tip, text, fraction]`, to keep a page of
@@ -306,7 +310,10 @@ enum PageData {
                 if b.expiration <= b.until {
                     let vt = tip([
                         ("expiration", seconds(b.expiration)),
-                        ("why", "budget \(seconds(b.runsOut - b.start)) from \(seconds(b.start)), minus expirationLead"),
+                        (
+                            "why",
+                            "budget \(seconds(b.runsOut - b.start)) from \(seconds(b.start)), minus expirationLead"
+                        ),
                     ])
                     vlines.append(.array([RunLanes.number(b.expiration), .string("v-expire"), .int(Int64(vt))]))
                 }
@@ -369,11 +376,17 @@ enum PageData {
                 case .transfer: base = "xfer"
                 }
                 let cls: String
-                if span.outcome == "dropped" { cls = "m-warn" }
-                else if span.outcome == "expired" && span.kind == .task { cls = "task-expired" }
-                else if span.failed { cls = "\(base)-fail" }
-                else if !span.ended { cls = "\(base)-open" }
-                else { cls = base }
+                if span.outcome == "dropped" {
+                    cls = "m-warn"
+                } else if span.outcome == "expired" && span.kind == .task {
+                    cls = "task-expired"
+                } else if span.failed {
+                    cls = "\(base)-fail"
+                } else if !span.ended {
+                    cls = "\(base)-open"
+                } else {
+                    cls = base
+                }
                 if cls == "m-warn" {
                     items.append(item(span.from, span.from, row, cls, t, nil))
                     continue
