@@ -17,14 +17,23 @@ struct Simulate: ParsableCommand {
               0s   http * api.example.com/* -> hang
               30s  http * * -> refuse
               0s   http GET 127.0.0.1:8080/big.bin -> 200 size=50MB rate=2MB/s
+              0s   http GET 127.0.0.1:8080/flaky -> 503, 503, 200
+            A later line takes over from its time on (above, every request is refused from
+            30 s); '-> 503, 503, 200' answers a line's requests in turn, the last repeating.
+
+            expect lines say what must have happened, checked at the end (docs/testing.md):
+              expect outcome completed
+              expect taskEnded plugin=save-changes expired=false at 7s
+              expect log plugin=save-changes level=error contains "corrupt"
+            With expect lines, the exit code is 0 when every one holds, 1 when one fails.
 
             A body given by size and rate takes virtual time to arrive, so background
             transfers (lifeline.transfers) can outlive a kill; the force-quit action cancels
             them (docs/transfers.md).
 
             Exit codes:
-              0   completed
-              1   terminated by a rule, or a plugin raised an error
+              0   completed (with expect lines: every one holds)
+              1   terminated by a rule, or a plugin raised an error (with expect lines: one fails)
               64  bad usage
               65  a scenario or plugin that cannot be read or loaded
               70  an internal error
@@ -45,7 +54,7 @@ struct Simulate: ParsableCommand {
     @Option(help: "Multiply real handler time by this before comparing it with a watchdog limit.")
     var watchdogScale: Double = 1
 
-    @Option(help: "Stop at this time at the latest (default: the last step + 15m), e.g. 10m.")
+    @Option(help: "Stop at this time at the latest (default: the last step + 15m), e.g. 10m or 1h30m.")
     var until: String?
 
     @OptionGroup var profileOptions: ProfileOptions

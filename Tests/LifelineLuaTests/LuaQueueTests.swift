@@ -15,7 +15,7 @@ private func queueEvents(_ recorder: Recorder) -> [String] {
         switch e.event {
         case "opStarted", "opFinished", "opDropped", "opReplaced":
             var line = e.event + " " + (e["name"]?.stringValue ?? "#\(e["op"]!.serialized())") + at
-            for flag in ["timedOut", "cancelled", "expired", "failed"] where e[flag] == .bool(true) { line += " " + flag }
+            if let result = e["result"]?.stringValue, result != "finished" { line += " " + result }
             return line
         case "taskBegan":
             guard let name = e["name"]?.stringValue, name.hasPrefix("queue "), case .int(let id)? = e["task"] else {

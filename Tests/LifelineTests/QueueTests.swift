@@ -21,8 +21,7 @@ private enum How { case normally, timedOut, cancelled, expired, failed }
 private func finished(
     _ t: String, _ op: Int, _ name: String, _ how: How = .normally, queue: String = "q", plugin: String = "p"
 ) -> String {
-    "\(t) opFinished plugin=\(plugin) queue=\(queue) op=\(op) name=\(name) timedOut=\(how == .timedOut) "
-        + "cancelled=\(how == .cancelled) expired=\(how == .expired) failed=\(how == .failed)"
+    "\(t) opFinished plugin=\(plugin) queue=\(queue) op=\(op) name=\(name) result=\(how == .normally ? "finished" : "\(how)")"
 }
 
 // MARK: - Order and concurrency
@@ -643,7 +642,7 @@ private func finished(
     let finishedLines = lines(recorder, only: ["opFinished"])
     #expect(startedLines.count == 1000)
     #expect(finishedLines.count == 1000)
-    #expect(finishedLines.allSatisfy { $0.hasSuffix("timedOut=false cancelled=false expired=false failed=false") })
+    #expect(finishedLines.allSatisfy { $0.hasSuffix("result=finished") })
     #expect(recorder.termination == nil)
 }
 
@@ -821,7 +820,7 @@ private func finished(
     #expect(
         lines(recorder, only: ["opReplaced"]) == ["0 opReplaced plugin=p queue=q op=2001 name=n1800 replaced=1801"])
     #expect(
-        lines(recorder, only: ["opFinished"]).filter { $0.contains("cancelled=true") } == [
+        lines(recorder, only: ["opFinished"]).filter { $0.contains("result=cancelled") } == [
             finished("0", 1801, "n1800", .cancelled), finished("0", 1701, "n1700", .cancelled),
         ])
     #expect(lines(recorder, only: ["opStarted"]).count == 1999)

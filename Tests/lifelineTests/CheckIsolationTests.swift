@@ -31,7 +31,7 @@ private final class TemporaryRoot {
         let r = try CLI.run(["check", "--plugins", ws.plugins, "--launch-limit", "0.3"], environment: tmp.environment)
         #expect(r.status == 65, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 4, "\(r.stdout)")
+        #expect(lines.count == 3, "\(r.stdout)")
         #expect(lines.first == "ok   a-first (lua)")
         #expect(
             lines.dropFirst().first
@@ -39,7 +39,6 @@ private final class TemporaryRoot {
                 + "and could not be stopped (stuck inside one C call, where the watchdog's stop cannot reach)",
             "\(r.stdout)")
         #expect(lines.dropFirst(2).first == "ok   c-last (lua)")
-        #expect(lines.dropFirst(3).first == "ok   heartbeat (swift)")
         #expect(r.stderr.contains("1 plugin failed to load"), "\(r.stderr)")
         #expect(tmp.contents.isEmpty, "left behind: \(tmp.contents)")
     }
@@ -56,7 +55,6 @@ private final class TemporaryRoot {
         #expect(lines.filter { $0.hasPrefix("FAIL a-stuck (lua): ") && $0.contains("could not be stopped") }.count == 1)
         #expect(lines.filter { $0.hasPrefix("FAIL b-raises (lua): ") && $0.contains("b cannot load") }.count == 1)
         #expect(lines.filter { $0.hasPrefix("FAIL c-stuck (lua): ") && $0.contains("could not be stopped") }.count == 1)
-        #expect(lines.contains("ok   heartbeat (swift)"))
         #expect(r.stderr.contains("3 plugins failed to load"), "\(r.stderr)")
         #expect(tmp.contents.isEmpty, "left behind: \(tmp.contents)")
     }

@@ -144,14 +144,14 @@ import Testing
         first.signal(SIGKILL)
         _ = first.wait()
         let lastSet = first.stderr.text(waitingForEOF: true).split(separator: "\n")
-            .compactMap { line in line.range(of: "] set ").map { Int(line[$0.upperBound...]) ?? 0 } }.max() ?? 0
+            .compactMap { line in line.range(of: "plugin.counter: set ").map { Int(line[$0.upperBound...]) ?? 0 } }.max() ?? 0
         #expect(lastSet >= 40)
         let second = try Live(["--plugins", ws.plugins, "--state-dir", state])
         #expect(second.stderr.waitFor("found "))
         second.signal(SIGTERM)
         _ = second.wait()
         let found = second.stderr.text(waitingForEOF: true).split(separator: "\n")
-            .compactMap { line in line.range(of: "] found ").map { Int(line[$0.upperBound...]) ?? -1 } }.first ?? -1
+            .compactMap { line in line.range(of: "plugin.counter: found ").map { Int(line[$0.upperBound...]) ?? -1 } }.first ?? -1
         #expect(found >= lastSet, "stored \(found), but \(lastSet) was set before the kill")
     }
 }

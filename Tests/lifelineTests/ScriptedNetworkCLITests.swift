@@ -9,7 +9,7 @@ import Testing
         ("0s launch\n\n1s http FETCH! 127.0.0.1/x -> 200\n", "s.scenario:3", "is not an HTTP method"),
         ("0s launch\n0s http * * -> 700\n", "s.scenario:2", "'700' is not an HTTP status"),
         ("0s launch\n0s http * * -> hang in 5s\n", "s.scenario:2", "'hang' takes no delay"),
-        ("0s launch\n5s background\n1s http * * -> refuse\n", "s.scenario:3", "goes backwards"),
+        ("0s launch\n0s http * * -> refuse in 5m10\n", "s.scenario:2", "ends with a number without a unit"),
     ])
     func simulate_badHttpLine_exits65_withFileAndLine(_ text: String, _ location: String, _ message: String) throws {
         let ws = try Workspace()
