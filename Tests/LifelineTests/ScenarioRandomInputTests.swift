@@ -5,19 +5,11 @@ import Testing
 // The scenario parser meets users' typos first: every line it reads, steps, http lines with
 // sequences and compound durations, and expect lines, must give a scenario or a clear error,
 // never a trap. Fuzz/ runs the same parser under libFuzzer for longer; this is the quick,
-// deterministic pass that every test run makes.
+// deterministic pass that every test run makes, seeded so that a failure names its input.
 
-/// A small deterministic generator, so a failure names the seed that reproduces it.
-private struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
+extension SplitMix64 {
+    /// One of `items`, chosen by the next number.
+    fileprivate mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
 }
 
 private let pieces = [
@@ -31,7 +23,7 @@ private let pieces = [
 
 @Test(arguments: 0..<4)
 func scenarioParser_randomLines_giveAScenarioOrAnError_neverATrap(_ seed: Int) {
-    var random = SplitMix(state: UInt64(seed) &* 7919 &+ 1)
+    var random = SplitMix64(seed: UInt64(seed) &* 7919 &+ 1)
     for _ in 0..<2_000 {
         var lines: [String] = []
         for _ in 0..<Int(random.next() % 6 + 1) {
