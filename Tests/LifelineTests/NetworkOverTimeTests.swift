@@ -167,29 +167,7 @@ private func answers(_ scenario: String, _ requests: [Request]) throws -> [Strin
         ])
 }
 
-/// Every scenario block of the docs this feature touches parses: a documented example must work.
-@Test(arguments: ["docs/async.md", "docs/transfers.md", "docs/lifecycle.md"])
-func networkOverTime_docsScenarioBlocks_allParse(_ path: String) throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
-    // Fenced blocks with no language whose every line is a comment, blank, or starts with a time.
-    let blocks = text.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
-    var parsed = 0
-    for block in blocks where block.hasPrefix("\n") {
-        let lines = block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard lines.contains(where: { !$0.isEmpty && !$0.hasPrefix("#") }),
-            lines.allSatisfy({ $0.isEmpty || $0.hasPrefix("#") || $0.first?.isNumber == true })
-        else { continue }
-        do {
-            _ = try Scenario.parse(block, fileName: path)
-        } catch {
-            Issue.record("a scenario in \(path) does not parse: \(error.message)\n\(block)")
-        }
-        parsed += 1
-    }
-    #expect(parsed > 0, "\(path) shows scenarios")
-}
+// Every scenario block of the docs is simulated by DocExamplesTests (the CLI's tests).
 
 // MARK: - Sequences
 
