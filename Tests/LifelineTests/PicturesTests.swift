@@ -520,3 +520,24 @@ func laneChart_neverExceedsTheWidth(width: Int) {
     #expect(hang.contains("FAILED line 9: expect outcome completed"))
     #expect(hang.contains("TERMINATED at 27s"))
 }
+
+/// A killed app's tasks vanish with it (no taskEnded): their lanes end at the kill, not at the
+/// end of the run, while a transfer, the host's, goes on.
+@Test func pictures_tasksAndOperations_endWithTheApp() {
+    typealias F = PictureFixtures
+    let report = F.report(
+        [
+            F.event(0, "didFinishLaunching"), F.event(0, "didBecomeActive"), F.event(5, "didEnterBackground"),
+            F.event(5, "taskBegan", ("plugin", .string("p")), ("task", .int(1)), ("name", .string("save"))),
+            F.event(5, "transferQueued", ("plugin", .string("p")), ("transfer", .string("big"))),
+            F.event(10, "killed"),
+            F.event(30, "transferEnded", ("plugin", .string("p")), ("transfer", .string("big")),
+                ("state", .string("finished"))),
+        ], plugins: ["p"])
+    let lanes = RunLanes(RenderedRun(title: "kill", report: report))
+    let task = lanes.spans.first { $0.kind == .task }
+    #expect(task?.to == 10)
+    #expect(task?.ended == true)
+    #expect(task?.outcome == "app ended")
+    #expect(lanes.spans.first { $0.kind == .transfer }?.to == 30)
+}

@@ -180,6 +180,17 @@ struct RunLanes {
             stateCause = cause
         }
 
+        // Tasks and queue operations belong to the app: when it ends they are gone, with no
+        // taskEnded of their own (transfers are the host's and go on).
+        func closeWithTheApp(at t: Double) {
+            for (key, i) in open where spans[i].kind == .task || spans[i].kind == .op {
+                spans[i].to = max(t, spans[i].from)
+                spans[i].ended = true
+                spans[i].outcome = "app ended"
+                open[key] = nil
+            }
+        }
+
         for e in events {
             let plugin = e.text("plugin") ?? ""
             if !plugin.isEmpty { addPlugin(plugin) }
@@ -192,10 +203,13 @@ struct RunLanes {
             case "willResignActive", "willEnterForeground": enter(.inactive, at: e.t, e, into: &self)
             case "didEnterBackground": enter(.background, at: e.t, e, into: &self, restart: true)
             case "suspended": enter(.suspended, at: e.t, e, into: &self)
-            case "willTerminate": enter(.notRunning, at: e.t, e, into: &self)
+            case "willTerminate":
+                enter(.notRunning, at: e.t, e, into: &self)
+                closeWithTheApp(at: e.t)
             case "killed", "forceQuit", "terminated", "endedWhileSuspended":
                 markers.append(e)
                 enter(.notRunning, at: e.t, e, into: &self)
+                closeWithTheApp(at: e.t)
             case "relaunch":
                 markers.append(e)
                 relaunching = true
