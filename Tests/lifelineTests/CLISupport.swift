@@ -61,7 +61,8 @@ final class Captured: Sendable {
 
     func text(waitingForEOF: Bool = false) -> String {
         if waitingForEOF {
-            let deadline = Date().addingTimeInterval(10)
+            // Generous: on a loaded machine a large output can take a while to drain.
+            let deadline = Date().addingTimeInterval(30)
             while !eof.withLock({ $0 }) && Date() < deadline { usleep(2_000) }
         }
         return String(decoding: data.withLock { $0 }, as: UTF8.self)

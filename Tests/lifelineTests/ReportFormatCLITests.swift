@@ -138,8 +138,13 @@ import Testing
               end)
               lifeline.log.error("stopped: " .. tostring(err))
             end)
-            """, toml: "[limits]\nmemory = \"1MiB\"\n")
-        let (r, report) = try simulate(ws, "0s launch\n")
+            """, toml: "[limits]\nmemory = \"256KiB\"\n")
+        // The report goes to a file: the stdout pipe need not carry a large one beside the log.
+        let path = try ws.file("s.scenario", "0s launch\n")
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--scenario", path, "--report", ws.path + "/report.json",
+        ])
+        let report = try parseReport(try String(contentsOfFile: ws.path + "/report.json", encoding: .utf8))
         let logs = events(report, "log", plugin: "chatty")
         #expect(logs.count < 10_000, "\(logs.count)")
         #expect(logs.contains { ($0["message"] as? String)?.contains("not enough memory") == true }, "\(r.stderr.suffix(300))")
