@@ -28,10 +28,36 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 private func text(_ bytes: UnsafeRawBufferPointer) -> String { String(decoding: bytes, as: UTF8.self) }
 
-/// A scenario file: parsed, or refused with file:line.
+/// A scenario file: parsed, or refused with file:line; what parses has its expect lines checked
+/// against a small report, near misses and all.
 private func fuzzScenario(_ bytes: UnsafeRawBufferPointer) {
-    _ = try? Scenario.parse(text(bytes), fileName: "f.scenario")
+    guard let scenario = try? Scenario.parse(text(bytes), fileName: "f.scenario") else { return }
+    _ = Expectation.check(scenario.expectations, report: sampleReport, fileName: "f.scenario")
 }
+
+private let sampleReport: JSONValue = {
+    func event(_ t: String, _ name: String, _ fields: [(String, JSONValue)] = []) -> JSONValue {
+        .object([("t", .number(t)), ("event", .string(name))] + fields)
+    }
+    let task: [(String, JSONValue)] = [("plugin", .string("p")), ("task", .int(1)), ("name", .string("save"))]
+    return .object([
+        ("lifeline", .int(2)), ("outcome", .string("terminated")),
+        (
+            "termination",
+            .object([("kind", .string("watchdog")), ("plugin", .string("p")), ("t", .number("2"))])
+        ),
+        (
+            "timeline",
+            .array([
+                event("0", "didFinishLaunching"), event("1", "taskBegan", task),
+                event("1.5", "log", [("plugin", .string("p")), ("level", .string("info")), ("message", .string("a # b"))]),
+                event("2", "taskEnded", task + [("expired", .bool(true))]),
+                event("2", "pluginError", [("plugin", .string("p")), ("message", .string("boom")), ("traceback", .null)]),
+                event("2", "terminated", [("kind", .string("watchdog"))]),
+            ])
+        ),
+    ])
+}()
 
 /// plugin.toml: the TOML reader, then the manifest's checks on what it read.
 private func fuzzTOML(_ bytes: UnsafeRawBufferPointer) {
