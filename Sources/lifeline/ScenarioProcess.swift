@@ -15,6 +15,8 @@ enum ScenarioProcess {
         var stderr: String
         var seconds: Double
         var startError: String?
+        /// It ran past its time limit and was killed.
+        var timedOut = false
     }
 
     /// The children running now, so a signal that ends `lifeline test` can end them too.
@@ -25,9 +27,10 @@ enum ScenarioProcess {
         for pid in running.withLock({ $0 }) { kill(pid, SIGKILL) }
     }
 
-    /// Runs this binary with `arguments` and waits for it. Its stdout and stderr go to files in
-    /// `directory` (no pipe can fill and block it), read back once it has ended.
-    static func run(_ arguments: [String], directory: String) -> Outcome {
+    /// Runs this binary with `arguments` and waits for it, at most `timeout` seconds of real time;
+    /// past that it is killed. Its stdout and stderr go to files in `directory` (no pipe can fill
+    /// and block it), read back once it has ended.
+    static func run(_ arguments: [String], directory: String, timeout: Double) -> Outcome {
         let start = ContinuousClock.now
         let outPath = directory + "/stdout"
         let errPath = directory + "/stderr"
@@ -58,7 +61,14 @@ enum ScenarioProcess {
         }
         let pid = process.processIdentifier
         running.withLock { _ = $0.insert(pid) }
-        ended.wait()
+        // A simulation runs in virtual time and its handlers under the watchdog, so only a fault
+        // of the host itself could keep it going; the limit keeps such a fault from hanging CI.
+        var timedOut = false
+        if ended.wait(timeout: .now() + .nanoseconds(Int(min(timeout, 1e9) * 1e9))) == .timedOut {
+            timedOut = true
+            kill(pid, SIGKILL)
+            ended.wait()
+        }
         running.withLock { _ = $0.remove(pid) }
         // Killed because the test itself is ending on a signal: that exit is under way.
         ExitOnSignals.parkIfExiting()
@@ -66,6 +76,6 @@ enum ScenarioProcess {
         let stderr = FileManager.default.contents(atPath: errPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
         return Outcome(
             status: process.terminationStatus, exited: process.terminationReason == .exit, stderr: stderr,
-            seconds: seconds, startError: nil)
+            seconds: seconds, startError: nil, timedOut: timedOut)
     }
 }

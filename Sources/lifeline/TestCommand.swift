@@ -40,6 +40,11 @@ struct TestCommand: ParsableCommand {
     @Option(help: "How many scenarios to simulate at once (default: the number of cores).")
     var jobs: Int?
 
+    @Option(help: ArgumentHelp(
+        "Kill a scenario's simulation that runs longer than this many real seconds, and fail it.",
+        valueName: "SECONDS"))
+    var timeout: Double = 300
+
     @Option(help: "Multiply real handler time by this before comparing it with a watchdog limit.")
     var watchdogScale: Double?
 
@@ -54,6 +59,7 @@ struct TestCommand: ParsableCommand {
 
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        if !(timeout.isFinite && timeout > 0) { throw ValidationError("--timeout must be a number of seconds > 0") }
         if let watchdogScale, !(watchdogScale.isFinite && watchdogScale > 0) {
             throw ValidationError("--watchdog-scale must be a number > 0")
         }
@@ -159,7 +165,7 @@ struct TestCommand: ParsableCommand {
         ]
         if html != nil || trace != nil { arguments.append("--render-data=\(runPath)") }
         if let watchdogScale { arguments.append("--watchdog-scale=\(watchdogScale)") }
-        let outcome = ScenarioProcess.run(arguments, directory: folder)
+        let outcome = ScenarioProcess.run(arguments, directory: folder, timeout: timeout)
         verdict.seconds = outcome.seconds
         verdict.stderr = outcome.stderr
         if html != nil || trace != nil { verdict.run = Self.readRun(runPath) }
@@ -167,6 +173,11 @@ struct TestCommand: ParsableCommand {
             return verdict.failing(["could not start a process to simulate it: \(startError)"])
         }
         let lines = outcome.stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        if outcome.timedOut {
+            return verdict.failing(
+                ["simulate ran longer than --timeout \(ReportNumber.seconds(timeout)) s and was killed"]
+                    + Self.tail(lines))
+        }
         guard let status = outcome.status, outcome.exited else {
             return verdict.failing(
                 ["simulate ended on signal \(outcome.status ?? 0), without a verdict"] + Self.tail(lines))

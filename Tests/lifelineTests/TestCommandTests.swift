@@ -120,6 +120,26 @@ private func withoutTimes(_ text: String) -> String {
                 == "ok   alpha/scenarios/a.scenario\nok   alpha/scenarios/b.scenario\n2 passed, 0 failed\n")
     }
 
+    @Test func test_simulationPastTheTimeout_isKilledAndFails_whileTheOthersPass() throws {
+        let ws = try Workspace()
+        // Stuck inside one C call (string.find backtracking), where the watchdog cannot stop it;
+        // a watchdog scale of 1e-6 puts the launch limit days away, so only --timeout ends it.
+        try ws.plugin("stuck", "local s = string.rep('a', 60)\nstring.find(s, string.rep('.-', 20) .. 'b')")
+        try ws.plugin("alpha", expiring)
+        for dir in ["alpha", "stuck"] {
+            try FileManager.default.createDirectory(
+                atPath: ws.plugins + "/\(dir)/scenarios", withIntermediateDirectories: true)
+            try ws.file("plugins/\(dir)/scenarios/a.scenario", "0s launch\nexpect outcome completed\n")
+        }
+        let r = try CLI.run(["test", ws.plugins, "--timeout", "3", "--watchdog-scale", "0.000001"])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(
+            withoutTimes(r.stdout)
+                == "ok   alpha/scenarios/a.scenario\n"
+                + "FAIL stuck/scenarios/a.scenario: simulate ran longer than --timeout 3 s and was killed\n"
+                + "1 passed, 1 failed\n", "\(r.stdout)")
+    }
+
     @Test func test_defaultFolder_isPlugins() throws {
         let ws = try Workspace()
         try ws.plugin("alpha", expiring)
@@ -136,6 +156,8 @@ private func withoutTimes(_ text: String) -> String {
         (["test", "EMPTY"], 65, "no scenarios to test"),
         (["test", "EMPTY", "--jobs", "0"], 64, "--jobs must be at least 1"),
         (["test", "EMPTY", "--watchdog-scale", "0"], 64, "--watchdog-scale"),
+        (["test", "EMPTY", "--timeout", "0"], 64, "--timeout must be"),
+        (["test", "EMPTY", "--timeout", "nan"], 64, "--timeout must be"),
     ])
     func test_badFolderOrUsage_exitsWithItsCode(_ arguments: [String], _ status: Int32, _ says: String) throws {
         let ws = try Workspace()
