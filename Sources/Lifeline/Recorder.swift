@@ -172,7 +172,10 @@ public final class Recorder: Sendable {
     /// lines are checked).
     public func setExpectations(_ list: JSONValue) { state.withLock { $0.expectations = list } }
 
+    /// Records one of `ReportEvents`; debug builds trap on anything else, so a new event or
+    /// field cannot reach reports without the table (and the `expect` checks that use it).
     public func record(_ event: consuming TimelineEvent) {
+        assert(ReportEvents.admits(event), "not in ReportEvents: \(event.json.serialized())")
         observer?(event)
         guard keepsTimeline else { return }
         // Moved into the timeline, not copied: a task event holds several strings.

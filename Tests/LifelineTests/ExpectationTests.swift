@@ -232,19 +232,48 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
 }
 
 @Test func expect_missingField_andContains_sayWhatIsMissing() throws {
-    let a = try #require(try check(["expect taskBegan expired=false"], saveReport()).first)
-    #expect(a.message.hasSuffix("(no expired)"), "\(a.message)")
+    let a = try #require(
+        try check(["expect memoryWarning dropped=true"], report([#""t": 1, "event": "memoryWarning""#])).first)
+    #expect(a.message.hasSuffix("(no dropped)"), "\(a.message)")
     let b = try #require(try check([#"expect log contains "saved""#], saveReport()).first)
     #expect(b.message.contains(#"message="saving 3 edits # now" (message does not contain saved)"#), "\(b.message)")
 }
 
-@Test func expect_unknownEventName_saysSoAndListsTheEventsThatAppear() throws {
-    let message = try #require(try check(["expect taskEnd plugin=save-changes"], saveReport()).first?.message)
+@Test func expect_unknownEventName_failsWithTheNearestRealName_evenInANoLine() throws {
+    let results = try check(["expect taskEnd plugin=save-changes", "expect no taskExpird"], saveReport())
+    #expect(
+        results.map(\.message) == [
+            "t.scenario:1: expected taskEnd plugin=save-changes, but no report event is named taskEnd "
+                + "(did you mean taskEnded?); docs/report.md lists them",
+            "t.scenario:2: expected no taskExpird, but no report event is named taskExpird "
+                + "(did you mean taskExpiring?); docs/report.md lists them",
+        ])
+    #expect(results.map(\.passed) == [false, false])
+}
+
+@Test func expect_fieldTheEventNeverHas_fails_evenInANoLine() throws {
+    let results = try check(
+        ["expect no taskEnded expird=true", "expect taskBegan status=200", #"expect no opFinished contains "x""#],
+        saveReport())
+    #expect(
+        results.map(\.message) == [
+            "t.scenario:1: expected no taskEnded expird=true, but taskEnded has no field expird "
+                + "(did you mean expired?); its fields are plugin, task, name, expired",
+            "t.scenario:2: expected taskBegan status=200, but taskBegan has no field status; "
+                + "its fields are plugin, task, name",
+            #"t.scenario:3: expected no opFinished contains "x", but opFinished has no message for 'contains' to look in"#,
+        ])
+    // A real field that no event of this run happens to carry is a plain near miss, not a misnaming.
+    let real = try #require(try check(["expect no taskEnded expired=false"], saveReport()).first)
+    #expect(real.passed, "\(real.message)")
+}
+
+@Test func expect_realEventThatDidNotHappen_listsTheEventsThatDid() throws {
+    let message = try #require(try check(["expect taskExpiring"], saveReport()).first?.message)
     #expect(
         message
-            == "t.scenario:1: expected taskEnd plugin=save-changes, found no taskEnd event at all "
-            + "(did you mean taskEnded?); the events in this report are: didEnterBackground, didFinishLaunching, log, "
-            + "opFinished, suspended, taskBegan, taskEnded")
+            == "t.scenario:1: expected taskExpiring, found no taskExpiring event at all; the events in this report are: "
+            + "didEnterBackground, didFinishLaunching, log, opFinished, suspended, taskBegan, taskEnded")
 }
 
 @Test func expect_tooMany_listsTheMatches() throws {

@@ -140,6 +140,7 @@ extension Expectation {
 
     /// What is wrong with the events for `query`, or nil when they are as expected.
     private static func checkEvents(_ query: EventQuery, count: Count, in timeline: [JSONValue]) -> String? {
+        if let misnamed = misnamed(query) { return misnamed }
         let named = timeline.filter { $0["event"]?.plainText == query.event }
         let matching = named.filter { query.differences(for: $0).isEmpty }
         switch count {
@@ -157,11 +158,8 @@ extension Expectation {
             for event in timeline {
                 if let name = event["event"]?.plainText, !names.contains(name) { names.append(name) }
             }
-            var message = "found no \(query.event) event at all"
-            if let suggestion = closestName(to: query.event, among: names) {
-                message += " (did you mean \(suggestion)?)"
-            }
-            return message
+            // The name is a real event (`misnamed` said so), so no "did you mean".
+            return "found no \(query.event) event at all"
                 + (names.isEmpty
                     ? "; the timeline is empty"
                     : "; the events in this report are: " + names.sorted().joined(separator: ", "))
@@ -185,6 +183,32 @@ extension Expectation {
                 .joined(separator: "; ")
         }
         return message
+    }
+
+    /// What in `query` names something no report can hold: an event, or a field of its event.
+    /// Checked first, because such a line can never match; an `expect no` line would otherwise
+    /// pass whatever happened.
+    private static func misnamed(_ query: EventQuery) -> String? {
+        guard let fields = ReportEvents.fields[query.event] else {
+            var message = "but no report event is named \(query.event)"
+            if let suggestion = closestName(to: query.event, among: ReportEvents.names) {
+                message += " (did you mean \(suggestion)?)"
+            }
+            return message + "; docs/report.md lists them"
+        }
+        // `t` is every event's: `expect log t=5.25` is `at 5.25s` spelt as a field.
+        for field in query.fields where field.name != "t" && !fields.contains(field.name) {
+            var message = "but \(query.event) has no field \(field.name)"
+            if let suggestion = closestName(to: field.name, among: fields) {
+                message += " (did you mean \(suggestion)?)"
+            }
+            return message
+                + (fields.isEmpty ? "; it has no fields" : "; its fields are " + fields.joined(separator: ", "))
+        }
+        if query.contains != nil, !fields.contains("message") {
+            return "but \(query.event) has no message for 'contains' to look in"
+        }
+        return nil
     }
 
     /// Up to `closestShown` events, and how many more.

@@ -1,0 +1,58 @@
+/// Every event a report's timeline can hold, with the fields each may carry besides `t` and
+/// `event` (docs/report.md). The set is closed: plugins reach the timeline only through the host,
+/// which records these and nothing else.
+///
+/// `expect` lines are checked against it, so a misspelt name fails instead of passing: without
+/// it, `expect no taskExpird` would hold for every run. Debug builds check every recorded event
+/// against it (so the whole test suite does), and a test holds docs/report.md to it.
+public enum ReportEvents {
+    /// Each event's optional and required fields, in the order the report writes them.
+    public static let fields: [String: [String]] = {
+        var table: [String: [String]] = [:]
+        for name in LifecycleEventName.allCases where !transferEvents.contains(name) { table[name.rawValue] = [] }
+        for name in ["suspended", "killed", "forceQuit", "endedWhileSuspended"] { table[name] = [] }
+        table["memoryWarning"] = ["dropped"]
+        table["relaunch"] = ["reason"]
+        for name in ["taskBegan", "taskExpiring"] { table[name] = ["plugin", "task", "name"] }
+        table["taskEnded"] = ["plugin", "task", "name", "expired"]
+        table["endUnknownTask"] = ["plugin", "task"]
+        table["log"] = ["plugin", "level", "message"]
+        table["pluginError"] = ["plugin", "message", "traceback"]
+        table["watchdog"] = ["plugin", "handler", "limit"]
+        table["terminated"] = ["kind", "code"]
+        table["httpRequest"] = ["plugin", "method", "url"]
+        table["httpResponse"] = ["plugin", "method", "url", "status", "error"]
+        let operation = ["plugin", "queue", "op", "name"]
+        table["opStarted"] = operation
+        table["opFinished"] = operation + ["result"]
+        table["opDropped"] = operation + ["existing"]
+        table["opReplaced"] = operation + ["replaced"]
+        let transfer = ["plugin", "transfer"]
+        table["transferQueued"] = transfer + ["kind", "url"]
+        table["transferStarted"] = transfer + ["attempt", "from"]
+        table["transferResumed"] = transfer + ["received"]
+        table["transferRestarted"] = transfer + ["reason"]
+        table["transferRetrying"] = transfer + ["after", "reason"]
+        table["transferEnded"] = transfer + ["state", "reason"]
+        table["transferError"] = transfer + ["message"]
+        table["transferProgress"] = transfer + ["received", "total"]
+        table["transferDidFinish"] = transfer + ["reason"]
+        table["transferDidFail"] = transfer + ["reason"]
+        table["didFinishTransferEvents"] = ["plugin"]
+        return table
+    }()
+
+    /// The notifications that concern one transfer, recorded with its plugin and id.
+    private static let transferEvents: Set<LifecycleEventName> = [
+        .transferProgress, .transferDidFinish, .transferDidFail, .didFinishTransferEvents,
+    ]
+
+    /// Whether `event` is one of these, with only its own fields.
+    public static func admits(_ event: TimelineEvent) -> Bool {
+        guard let known = fields[event.event] else { return false }
+        return event.fields.allSatisfy { known.contains($0.0) }
+    }
+
+    /// Every event name, sorted.
+    public static var names: [String] { fields.keys.sorted() }
+}
