@@ -22,9 +22,8 @@ private let chromium: String? = {
 
 /// What chromium printed to stdout, after running it with `arguments` for at most `seconds`.
 /// Output goes to a file rather than a pipe, so a large DOM cannot fill a pipe and stall it.
-/// The deadline is generous, and the tests carry no time limit of their own: the whole suite runs
-/// at once on CI's two cores, where chromium's start alone can take tens of seconds. The deadline
-/// only keeps a chromium that hangs from hanging the suite.
+/// The deadline only keeps a chromium that hangs from hanging the suite; the tests carry no time
+/// limit of their own, since beside the rest of the suite on two cores chromium can take a minute.
 private func runChromium(_ arguments: [String], in dir: URL, seconds: Double = 120) throws -> String {
     let binary = try #require(chromium)
     let out = dir.appendingPathComponent("stdout-\(UUID().uuidString).txt")
@@ -40,7 +39,11 @@ private func runChromium(_ arguments: [String], in dir: URL, seconds: Double = 1
             "--user-data-dir=\(dir.appendingPathComponent("profile-\(UUID().uuidString)").path)",
         ] + arguments
     process.standardOutput = handle
-    process.standardError = FileHandle.nullDevice
+    let err = dir.appendingPathComponent("stderr-\(UUID().uuidString).txt")
+    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+    let errHandle = try FileHandle(forWritingTo: err)
+    defer { try? errHandle.close() }
+    process.standardError = errHandle
     var environment = ProcessInfo.processInfo.environment
     environment["HOME"] = dir.path
     process.environment = environment
@@ -54,7 +57,8 @@ private func runChromium(_ arguments: [String], in dir: URL, seconds: Double = 1
         while process.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.05) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        Issue.record("chromium took more than \(seconds) s")
+        let said = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        Issue.record("chromium took more than \(seconds) s; its stderr ended: \(said.suffix(2000))")
     }
     return (try? String(contentsOf: out, encoding: .utf8)) ?? ""
 }
@@ -76,38 +80,41 @@ private func bodyAttribute(_ name: String, in dom: String) -> String? {
     return String(tag[start.upperBound..<end.lowerBound])
 }
 
-@Test(.enabled(if: chromium != nil, "chromium is not installed"))
-func browser_runsThePageScript_toTheEndWithoutError() throws {
-    let dir = try temporaryFolder()
-    defer { try? FileManager.default.removeItem(at: dir) }
-    let runs = [PictureFixtures.expiration(), PictureFixtures.terminated(), PictureFixtures.hostile()]
-    let page = dir.appendingPathComponent("report.html")
-    try ReportPage.html(runs).write(to: page, atomically: true, encoding: .utf8)
+/// scripts/test runs this suite apart from the others, on an otherwise idle machine.
+@Suite struct BrowserTests {
+    @Test(.enabled(if: chromium != nil, "chromium is not installed"))
+    func browser_runsThePageScript_toTheEndWithoutError() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let runs = [PictureFixtures.expiration(), PictureFixtures.terminated(), PictureFixtures.hostile()]
+        let page = dir.appendingPathComponent("report.html")
+        try ReportPage.html(runs).write(to: page, atomically: true, encoding: .utf8)
 
-    let dom = try runChromium(["--dump-dom", page.absoluteString], in: dir)
-    #expect(bodyAttribute("data-error", in: dom) == nil, "script error: \(bodyAttribute("data-error", in: dom) ?? "")")
-    #expect(bodyAttribute("data-rendered", in: dom) == "ok")
-    let lanes = Int(bodyAttribute("data-lanes", in: dom) ?? "") ?? 0
-    #expect(lanes > 10)
-    // The hostile run's script tag stayed text: no script of it ran, so no alert replaced the page.
-    #expect(dom.contains("class=\"lane-bg\""))
-}
+        let dom = try runChromium(["--dump-dom", page.absoluteString], in: dir)
+        #expect(bodyAttribute("data-error", in: dom) == nil, "script error: \(bodyAttribute("data-error", in: dom) ?? "")")
+        #expect(bodyAttribute("data-rendered", in: dom) == "ok")
+        let lanes = Int(bodyAttribute("data-lanes", in: dom) ?? "") ?? 0
+        #expect(lanes > 10)
+        // The hostile run's script tag stayed text: no script of it ran, so no alert replaced the page.
+        #expect(dom.contains("class=\"lane-bg\""))
+    }
 
-@Test(.enabled(if: chromium != nil, "chromium is not installed"))
-func browser_screenshotOfARun_isAPicture() throws {
-    let dir = try temporaryFolder()
-    defer { try? FileManager.default.removeItem(at: dir) }
-    let page = dir.appendingPathComponent("report.html")
-    try ReportPage.html([PictureFixtures.expiration()]).write(to: page, atomically: true, encoding: .utf8)
-    let png = dir.appendingPathComponent("report.png")
+    @Test(.enabled(if: chromium != nil, "chromium is not installed"))
+    func browser_screenshotOfARun_isAPicture() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let page = dir.appendingPathComponent("report.html")
+        try ReportPage.html([PictureFixtures.expiration()]).write(to: page, atomically: true, encoding: .utf8)
+        let png = dir.appendingPathComponent("report.png")
 
-    _ = try runChromium(["--screenshot=\(png.path)", "--window-size=1400,900", page.absoluteString], in: dir)
-    let bytes = try Data(contentsOf: png)
-    #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
-    // A blank 1400×900 page compresses to a few kilobytes; lanes and text take tens of them.
-    #expect(bytes.count > 30_000)
-    // To refresh the README's picture: LIFELINE_PAGE_SCREENSHOT=docs/report.png swift test --filter BrowserTests
-    if let keep = ProcessInfo.processInfo.environment["LIFELINE_PAGE_SCREENSHOT"] {
-        try bytes.write(to: URL(fileURLWithPath: keep))
+        _ = try runChromium(["--screenshot=\(png.path)", "--window-size=1400,900", page.absoluteString], in: dir)
+        let bytes = try Data(contentsOf: png)
+        #expect(bytes.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+        // A blank 1400×900 page compresses to a few kilobytes; lanes and text take tens of them.
+        #expect(bytes.count > 30_000)
+        // To refresh the README's picture: LIFELINE_PAGE_SCREENSHOT=docs/report.png swift test --filter BrowserTests
+        if let keep = ProcessInfo.processInfo.environment["LIFELINE_PAGE_SCREENSHOT"] {
+            try bytes.write(to: URL(fileURLWithPath: keep))
+        }
     }
 }
