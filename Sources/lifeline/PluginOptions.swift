@@ -45,7 +45,8 @@ struct PluginOptions: ParsableArguments {
     func descriptors() throws(LifelineError) -> [PluginDescriptor] {
         let requests = try LuaPluginLoader.swiftPluginRequests(in: plugins)
         let luaFolders = try LuaPluginLoader.descriptors(in: plugins).map(\.name)
-        let overrides = try configOverrides(pluginNames: Set(luaFolders))
+        let overrides = try configOverrides(
+            pluginNames: Set(luaFolders), swiftNames: Set(requests.flatMap { [$0.folder, $0.swiftName] }))
         var all: [(folder: String, descriptor: PluginDescriptor)] = try LuaPluginLoader.descriptors(
             in: plugins, configOverrides: overrides
         ).map { ($0.name, $0) }
@@ -74,8 +75,11 @@ struct PluginOptions: ParsableArguments {
     }
 
     /// `--config` items as overrides. A prefix before the first `.` that names a plugin of the
-    /// folder makes the override that plugin's; otherwise the whole left side is the key.
-    private func configOverrides(pluginNames: Set<String>) throws(LifelineError) -> [LuaPluginLoader.ConfigOverride] {
+    /// folder makes the override that plugin's; a key with any other prefix is refused (64), as a
+    /// [config] key has no dot: a misspelt plugin name must not become a key no plugin reads.
+    private func configOverrides(
+        pluginNames: Set<String>, swiftNames: Set<String>
+    ) throws(LifelineError) -> [LuaPluginLoader.ConfigOverride] {
         var result: [LuaPluginLoader.ConfigOverride] = []
         for item in config {
             guard let eq = item.firstIndex(of: "=") else { continue }
@@ -87,6 +91,15 @@ struct PluginOptions: ParsableArguments {
                 key = String(key[key.index(after: dot)...])
             }
             guard !key.isEmpty else { throw .usage("--config '\(item)' has no key") }
+            if plugin == nil, let dot = key.firstIndex(of: ".") {
+                let prefix = String(key[..<dot])
+                if swiftNames.contains(prefix) {
+                    throw .usage("--config '\(item)': '\(prefix)' is a Swift plugin, which has no [config]")
+                }
+                var message = "--config '\(item)': no Lua plugin named '\(prefix)' in '\(plugins)'"
+                if !pluginNames.isEmpty { message += " (its Lua plugins: \(pluginNames.sorted().joined(separator: ", ")))" }
+                throw .usage(message)
+            }
             result.append(.init(plugin: plugin, key: key, value: PluginOptions.value(valueText)))
         }
         return result

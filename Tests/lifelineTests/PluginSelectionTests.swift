@@ -101,6 +101,23 @@ import Testing
         #expect(r.status == 64)
     }
 
+    @Test(arguments: [
+        ("sycn.interval=5", "--config 'sycn.interval=5': no Lua plugin named 'sycn' in '", "(its Lua plugins: a)"),
+        ("beats.n=1", "--config 'beats.n=1': 'beats' is a Swift plugin, which has no [config]", ""),
+        ("heartbeat.n=1", "--config 'heartbeat.n=1': 'heartbeat' is a Swift plugin, which has no [config]", ""),
+    ])
+    func config_keyForNoLuaPlugin_isUsageError64(_ item: String, _ says: String, _ alsoSays: String) throws {
+        let ws = try Workspace()
+        try ws.plugin("a", "")
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/beats", withIntermediateDirectories: true)
+        try ws.file("plugins/beats/plugin.toml", "swift = \"heartbeat\"\n")
+        let scenario = try ws.file("s.scenario", "0s launch\n")
+        let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--config", item, "--scenario", scenario])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains(says) && (alsoSays.isEmpty || r.stderr.contains(alsoSays)), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
     @Test func profile_returnsTheFiguresInForce_flagsIncluded() throws {
         let ws = try Workspace()
         try ws.plugin("p", """
