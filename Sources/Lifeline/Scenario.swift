@@ -21,6 +21,8 @@ public struct Scenario: Equatable, Sendable {
     /// The other plugins this scenario needs beside its own (`uses NAME[, NAME…]` lines), in file
     /// order: `lifeline test` loads them too.
     public var uses: [String]
+    /// The line of each name's first `uses` line, for messages about it.
+    public var useLines: [String: Int] = [:]
 
     public init(
         entries: [Entry], fileName: String, network: [NetworkRule] = [], expectations: [Expectation] = [],
@@ -48,6 +50,7 @@ public struct Scenario: Equatable, Sendable {
         var network: [NetworkRule] = []
         var expectations: [Expectation] = []
         var uses: [String] = []
+        var useLines: [String: Int] = [:]
         var lifecycle = Lifecycle()
         var lastStepTime = HostTime.zero
         var lineNumber = 0
@@ -66,7 +69,10 @@ public struct Scenario: Equatable, Sendable {
                 continue
             }
             if words[0] == "uses" {
-                uses += try parseUses(line[words[0].endIndex...], at: at)
+                for name in try parseUses(line[words[0].endIndex...], at: at) {
+                    uses.append(name)
+                    if useLines[name] == nil { useLines[name] = lineNumber }
+                }
                 continue
             }
             guard words.count >= 2 else {
@@ -102,8 +108,10 @@ public struct Scenario: Equatable, Sendable {
             lastStepTime = time
             entries.append(Entry(time: time, step: step, line: lineNumber))
         }
-        return Scenario(
+        var scenario = Scenario(
             entries: entries, fileName: fileName, network: network, expectations: expectations, uses: uses)
+        scenario.useLines = useLines
+        return scenario
     }
 
     /// `uses NAME[, NAME…]`: plugin names, separated by commas or blanks.

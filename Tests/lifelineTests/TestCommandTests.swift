@@ -140,6 +140,20 @@ private func withoutTimes(_ text: String) -> String {
                 + "1 passed, 1 failed\n", "\(r.stdout)")
     }
 
+    @Test func test_usesAPluginTheFolderLacks_failsAtThatLine() throws {
+        let ws = try Workspace()
+        try ws.plugin("alpha", expiring)
+        try FileManager.default.createDirectory(
+            atPath: ws.plugins + "/alpha/scenarios", withIntermediateDirectories: true)
+        try ws.file("plugins/alpha/scenarios/a.scenario", "0s launch\n# needs\nuses alpha, ghost\nexpect outcome completed\n")
+        let r = try CLI.run(["test", ws.plugins])
+        #expect(r.status == 1)
+        #expect(
+            withoutTimes(r.stdout)
+                == "FAIL alpha/scenarios/a.scenario: \(ws.plugins)/alpha/scenarios/a.scenario:3: uses: no plugin named "
+                + "'ghost' in '\(ws.plugins)' (its plugins: alpha)\n0 passed, 1 failed\n", "\(r.stdout)")
+    }
+
     @Test func test_defaultFolder_isPlugins() throws {
         let ws = try Workspace()
         try ws.plugin("alpha", expiring)
