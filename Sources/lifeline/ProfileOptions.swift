@@ -7,25 +7,25 @@ struct ProfileOptions: ParsableArguments {
     @Option(help: "The profile: ios6, ios7 or ios13.")
     var profile: String = "ios13"
 
-    @Option(help: "Background time budget in seconds.")
+    @Option(help: ArgumentHelp("Background time budget in seconds.", valueName: "SECONDS"), transform: seconds("--budget"))
     var budget: Double?
 
-    @Option(help: "Seconds before the budget runs out that expiration handlers are called.")
+    @Option(help: ArgumentHelp("Seconds before the budget runs out that expiration handlers are called.", valueName: "SECONDS"), transform: seconds("--expiration-lead"))
     var expirationLead: Double?
 
-    @Option(help: "Watchdog limit in seconds for loading plugins and for didFinishLaunching.")
+    @Option(help: ArgumentHelp("Watchdog limit in seconds for loading plugins and for didFinishLaunching.", valueName: "SECONDS"), transform: seconds("--launch-limit"))
     var launchLimit: Double?
 
-    @Option(help: "Watchdog limit in seconds for didEnterBackground.")
+    @Option(help: ArgumentHelp("Watchdog limit in seconds for didEnterBackground.", valueName: "SECONDS"), transform: seconds("--background-limit"))
     var backgroundLimit: Double?
 
-    @Option(help: "Watchdog limit in seconds for other notifications and timers.")
+    @Option(help: ArgumentHelp("Watchdog limit in seconds for other notifications and timers.", valueName: "SECONDS"), transform: seconds("--transition-limit"))
     var transitionLimit: Double?
 
-    @Option(help: "Watchdog limit in seconds for willTerminate.")
+    @Option(help: ArgumentHelp("Watchdog limit in seconds for willTerminate.", valueName: "SECONDS"), transform: seconds("--terminate-limit"))
     var terminateLimit: Double?
 
-    @Option(help: "Watchdog limit in seconds for each expiration handler.")
+    @Option(help: ArgumentHelp("Watchdog limit in seconds for each expiration handler.", valueName: "SECONDS"), transform: seconds("--expiration-handler-limit"))
     var expirationHandlerLimit: Double?
 
     @Option(help: "How many background tasks may be active at once.")
@@ -65,5 +65,19 @@ struct ProfileOptions: ParsableArguments {
         if let expirationHandlerLimit { p.expirationHandlerLimit = expirationHandlerLimit }
         if let taskLimit { p.taskLimit = taskLimit }
         return p
+    }
+}
+
+/// Reads a command-line number of seconds: a plain number (`30`, `0.25`), or a duration as a
+/// scenario writes one (`500ms`, `2m`, `5m10s`), since every duration Lifeline reads takes the
+/// same forms. Range checks are the option's own.
+func seconds(_ flag: String) -> @Sendable (String) throws -> Double {
+    { text in
+        if let value = Double(text) { return value }
+        do throws(LifelineError) {
+            return try Scenario.parseTime(text, at: flag).seconds
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
 }

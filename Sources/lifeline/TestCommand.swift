@@ -43,7 +43,7 @@ struct TestCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp(
         "Kill a scenario's simulation that runs longer than this many real seconds, and fail it.",
-        valueName: "SECONDS"))
+        valueName: "SECONDS"), transform: seconds("--timeout"))
     var timeout: Double = 300
 
     @Option(help: "Multiply real handler time by this before comparing it with a watchdog limit.")

@@ -55,6 +55,9 @@ import Testing
         ["simulate", "--plugins", "p", "--scenario", "s", "--watchdog-scale", "0"],
         ["simulate", "--plugins", "p", "--scenario", "s", "--until", "5 parsecs"],
         ["simulate", "--plugins", "p", "--scenario", "s", "--budget", "-1"],
+        ["simulate", "--plugins", "p", "--scenario", "s", "--budget", "3x"],
+        ["simulate", "--plugins", "p", "--scenario", "s", "--launch-limit", "10s5m"],
+        ["test", "p", "--timeout", "5 parsecs"],
         ["run", "--plugins", "p", "--task-limit", "0"],
         ["frobnicate"],
     ])

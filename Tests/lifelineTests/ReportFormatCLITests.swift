@@ -21,6 +21,20 @@ import Testing
         #expect(limits["taskLimit"] as? Int == 1000)
     }
 
+    @Test func profileFlags_takeDurations_asScenariosWriteThem() throws {
+        let ws = try Workspace()
+        try ws.plugin("p", "")
+        let (r, report) = try simulate(
+            ws, "0s launch\n",
+            ["--budget", "2m30s", "--launch-limit", "500ms", "--expiration-lead", "7", "--terminate-limit", "1m"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let limits = try #require(report["limits"] as? [String: Any])
+        #expect(limits["budget"] as? Double == 150)
+        #expect(limits["launch"] as? Double == 0.5)
+        #expect(limits["expirationLead"] as? Double == 7)
+        #expect(limits["willTerminate"] as? Double == 60)
+    }
+
     @Test func logLines_areEventsAtTheVirtualTime_andStderrUsesTheSameClock() throws {
         let ws = try Workspace()
         try ws.plugin("p", """
