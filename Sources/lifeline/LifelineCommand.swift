@@ -83,6 +83,27 @@ struct ClockedLogHandler: LogHandler {
     }
 }
 
+/// Refuses an output path that cannot be written, before the command runs: its folder is
+/// missing or not writable, or the path is a folder. The message and exit code (70) are those of
+/// a write that fails at the end, but a long `run` or `test` no longer loses its report to a typo.
+func checkWritable(_ path: String?, _ flag: String) {
+    guard let path, path != "-" else { return }
+    let folder = (path as NSString).deletingLastPathComponent
+    let parent = folder.isEmpty ? "." : folder
+    var isFolder: ObjCBool = false
+    let problem: String
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+        problem = "it is a folder"
+    } else if !FileManager.default.fileExists(atPath: parent, isDirectory: &isFolder) || !isFolder.boolValue {
+        problem = "there is no folder '\(parent)'"
+    } else if access(parent, W_OK) != 0 {
+        problem = "the folder '\(parent)' is not writable"
+    } else {
+        return
+    }
+    exitWithError(.internalError("cannot write \(flag) '\(path)': \(problem)"))
+}
+
 func writeFile(_ text: String, to path: String) throws(LifelineError) {
     if path == "-" {
         FileHandle.standardOutput.write(Data(text.utf8))

@@ -15,6 +15,11 @@ struct PictureOptions: ParsableArguments {
     @Flag(help: "Print a lane chart of the run: one lane per background task under the app's state.")
     var lanes = false
 
+    func validate() throws {
+        checkWritable(html, "--html")
+        checkWritable(trace, "--trace")
+    }
+
     /// Whether any picture was asked for: then the host notes every call's real duration.
     var any: Bool { html != nil || trace != nil || lanes }
 

@@ -43,6 +43,8 @@ struct Run: ParsableCommand {
 
     @OptionGroup var pictures: PictureOptions
 
+    func validate() throws { checkWritable(report, "--report") }
+
     func run() throws {
         bootstrapLogging(level: profileOptions.level)
         let stateDirectory = stateDir ?? (NSHomeDirectory() + "/.local/state/lifeline")

@@ -72,6 +72,8 @@ struct Simulate: ParsableCommand {
         if let until {
             do { _ = try Scenario.parseTime(until, at: "--until") } catch { throw ValidationError(error.message) }
         }
+        checkWritable(report, "--report")
+        checkWritable(renderData, "--render-data")
     }
 
     func run() throws {

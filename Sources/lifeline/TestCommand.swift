@@ -61,6 +61,9 @@ struct TestCommand: ParsableCommand {
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
         if !(timeout.isFinite && timeout > 0) { throw ValidationError("--timeout must be a number of seconds > 0") }
+        checkWritable(junit, "--junit")
+        checkWritable(html, "--html")
+        checkWritable(trace, "--trace")
         if let watchdogScale, !(watchdogScale.isFinite && watchdogScale > 0) {
             throw ValidationError("--watchdog-scale must be a number > 0")
         }

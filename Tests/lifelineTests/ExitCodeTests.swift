@@ -151,6 +151,25 @@ import Testing
         #expect(!r.stderr.contains("a handler ran"))
     }
 
+    @Test(arguments: [
+        ["simulate", "--plugins", "PLUGINS", "--scenario", "SCENARIO", "--report", "/nonexistent-lifeline/r.json"],
+        ["simulate", "--plugins", "PLUGINS", "--scenario", "SCENARIO", "--html", "/"],
+        ["simulate", "--plugins", "PLUGINS", "--scenario", "SCENARIO", "--trace", "/nonexistent-lifeline/t.json"],
+        ["run", "--plugins", "PLUGINS", "--report", "/nonexistent-lifeline/r.json"],
+        ["run", "--plugins", "PLUGINS", "--html", "/nonexistent-lifeline/r.html"],
+        ["test", "PLUGINS", "--junit", "/nonexistent-lifeline/j.xml"],
+    ])
+    func unwritableOutput_exits70_beforeAnythingRuns(_ arguments: [String]) throws {
+        let ws = try Workspace()
+        // A plugin that would leave a trace on stderr if it were ever loaded.
+        try ws.plugin("loud", "lifeline.log.info('loaded after all')")
+        let s = try ws.file("s.scenario", Self.scenario)
+        let r = try CLI.run(arguments.map { $0 == "PLUGINS" ? ws.plugins : $0 == "SCENARIO" ? s : $0 })
+        #expect(r.status == 70, "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("lifeline: cannot write --"), "\(r.stderr)")
+        #expect(!r.stderr.contains("loaded after all"))
+    }
+
     @Test func unwritableReport_exits70() throws {
         let ws = try Workspace()
         let s = try ws.file("s.scenario", Self.scenario)
