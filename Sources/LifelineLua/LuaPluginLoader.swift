@@ -94,6 +94,18 @@ public enum LuaPluginLoader {
         return result
     }
 
+    /// Every key of the Lua plugins' [config] tables in `directory`.
+    public static func configKeys(in directory: String) throws(LifelineError) -> Set<String> {
+        var keys: Set<String> = []
+        for name in try subfolders(of: directory) {
+            let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
+            var info = stat()
+            guard lstat(folder + "/init.lua", &info) == 0 else { continue }
+            for entry in try readManifest(folder + "/plugin.toml", in: folder).config.entries { keys.insert(entry.key) }
+        }
+        return keys
+    }
+
     private static func subfolders(of directory: String) throws(LifelineError) -> [String] {
         let fm = FileManager.default
         var isDirectory: ObjCBool = false

@@ -84,24 +84,36 @@ struct ClockedLogHandler: LogHandler {
 }
 
 /// Refuses an output path that cannot be written, before the command runs: its folder is
-/// missing or not writable, or the path is a folder. The message and exit code (70) are those of
-/// a write that fails at the end, but a long `run` or `test` no longer loses its report to a typo.
+/// missing or not writable, or the path is a folder. The exit code (70) and the start of the
+/// message are those of a write that fails at the end, and a long `run` or `test` cannot end by
+/// losing its report to a typo.
 func checkWritable(_ path: String?, _ flag: String) {
     guard let path, path != "-" else { return }
-    let folder = (path as NSString).deletingLastPathComponent
-    let parent = folder.isEmpty ? "." : folder
     var isFolder: ObjCBool = false
     let problem: String
     if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
         problem = "it is a folder"
-    } else if !FileManager.default.fileExists(atPath: parent, isDirectory: &isFolder) || !isFolder.boolValue {
-        problem = "there is no folder '\(parent)'"
-    } else if access(parent, W_OK) != 0 {
-        problem = "the folder '\(parent)' is not writable"
     } else {
-        return
+        let parent = parentFolder(of: path)
+        if !FileManager.default.fileExists(atPath: parent, isDirectory: &isFolder) || !isFolder.boolValue {
+            problem = "there is no folder '\(parent)'"
+        } else if access(parent, W_OK) != 0 {
+            problem = "the folder '\(parent)' is not writable"
+        } else {
+            return
+        }
     }
-    exitWithError(.internalError("cannot write \(flag) '\(path)': \(problem)"))
+    exitWithError(.internalError("cannot write '\(path)' (\(flag)): \(problem)"))
+}
+
+/// The folder a file path names its file in: `.` for a bare name, `/` for a file at the root.
+/// Plain string work (Foundation's path functions trap on some one-character paths).
+func parentFolder(of path: String) -> String {
+    var trimmed = Substring(path)
+    while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+    guard let slash = trimmed.lastIndex(of: "/") else { return "." }
+    let parent = trimmed[..<slash]
+    return parent.isEmpty ? "/" : String(parent)
 }
 
 func writeFile(_ text: String, to path: String) throws(LifelineError) {

@@ -75,8 +75,9 @@ struct PluginOptions: ParsableArguments {
     }
 
     /// `--config` items as overrides. A prefix before the first `.` that names a plugin of the
-    /// folder makes the override that plugin's; a key with any other prefix is refused (64), as a
-    /// [config] key has no dot: a misspelt plugin name must not become a key no plugin reads.
+    /// folder makes the override that plugin's. Any other dotted key must be one a plugin's
+    /// [config] has (a quoted TOML key such as "api.url"), else it is refused (64): a misspelt
+    /// plugin name must not become a key that no plugin reads.
     private func configOverrides(
         pluginNames: Set<String>, swiftNames: Set<String>
     ) throws(LifelineError) -> [LuaPluginLoader.ConfigOverride] {
@@ -91,7 +92,9 @@ struct PluginOptions: ParsableArguments {
                 key = String(key[key.index(after: dot)...])
             }
             guard !key.isEmpty else { throw .usage("--config '\(item)' has no key") }
-            if plugin == nil, let dot = key.firstIndex(of: ".") {
+            if plugin == nil, let dot = key.firstIndex(of: "."),
+                !(try LuaPluginLoader.configKeys(in: plugins)).contains(key)
+            {
                 let prefix = String(key[..<dot])
                 if swiftNames.contains(prefix) {
                     throw .usage("--config '\(item)': '\(prefix)' is a Swift plugin, which has no [config]")

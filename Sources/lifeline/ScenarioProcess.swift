@@ -61,8 +61,9 @@ enum ScenarioProcess {
         }
         let pid = process.processIdentifier
         running.withLock { _ = $0.insert(pid) }
-        // A simulation runs in virtual time and its handlers under the watchdog, so only a fault
-        // of the host itself could keep it going; the limit keeps such a fault from hanging CI.
+        // A simulation runs in virtual time and its handlers under the watchdog, so it ends unless
+        // something the watchdog cannot reach holds it (a plugin inside one C call with a watchdog
+        // scale that pushes its limit out, or a fault of the host): the limit keeps CI going.
         var timedOut = false
         if ended.wait(timeout: .now() + .nanoseconds(Int(min(timeout, 1e9) * 1e9))) == .timedOut {
             timedOut = true

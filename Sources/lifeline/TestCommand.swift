@@ -42,7 +42,8 @@ struct TestCommand: ParsableCommand {
     var jobs: Int?
 
     @Option(help: ArgumentHelp(
-        "Kill a scenario's simulation that runs longer than this many real seconds, and fail it.",
+        "Kill a scenario's simulation that runs longer than this many real seconds (or 5m …), and fail it "
+            + "(default: 300).",
         valueName: "SECONDS"), transform: seconds("--timeout"))
     var timeout: Double = 300
 

@@ -158,6 +158,8 @@ import Testing
         ["run", "--plugins", "PLUGINS", "--report", "/nonexistent-lifeline/r.json"],
         ["run", "--plugins", "PLUGINS", "--html", "/nonexistent-lifeline/r.html"],
         ["test", "PLUGINS", "--junit", "/nonexistent-lifeline/j.xml"],
+        ["simulate", "--plugins", "PLUGINS", "--scenario", "SCENARIO", "--report", "."],
+        ["simulate", "--plugins", "PLUGINS", "--scenario", "SCENARIO", "--report", "./"],
     ])
     func unwritableOutput_exits70_beforeAnythingRuns(_ arguments: [String]) throws {
         let ws = try Workspace()
@@ -166,8 +168,18 @@ import Testing
         let s = try ws.file("s.scenario", Self.scenario)
         let r = try CLI.run(arguments.map { $0 == "PLUGINS" ? ws.plugins : $0 == "SCENARIO" ? s : $0 })
         #expect(r.status == 70, "\(r.stderr)")
-        #expect(r.stderr.hasPrefix("lifeline: cannot write --"), "\(r.stderr)")
+        #expect(r.stderr.hasPrefix("lifeline: cannot write '"), "\(r.stderr)")
         #expect(!r.stderr.contains("loaded after all"))
+    }
+
+    @Test(arguments: ["a", "r.json", "./r", "sub/r", "sub//r", "sub/./r"])
+    func shortAndOddOutputPaths_areWritten(_ name: String) throws {
+        let ws = try Workspace()
+        try FileManager.default.createDirectory(atPath: ws.path + "/sub", withIntermediateDirectories: true)
+        let s = try ws.file("s.scenario", Self.scenario)
+        let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", name], in: ws.path)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(FileManager.default.fileExists(atPath: ws.path + "/" + name), "\(name)")
     }
 
     @Test func unwritableReport_exits70() throws {

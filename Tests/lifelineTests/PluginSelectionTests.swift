@@ -118,6 +118,18 @@ import Testing
         #expect(r.stdout.isEmpty)
     }
 
+    @Test func config_aQuotedKeyWithADot_isOverridden() throws {
+        let ws = try Workspace()
+        try ws.plugin(
+            "p", "lifeline.log.info('url=' .. lifeline.config['api.url'])", toml: "[config]\n\"api.url\" = \"http://a\"\n")
+        let scenario = try ws.file("s.scenario", "0s launch\n")
+        let r = try CLI.run([
+            "simulate", "--plugins", ws.plugins, "--config", "api.url=http://b", "--scenario", scenario, "--report", "-",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(events(try parseReport(r.stdout), "log").first?["message"] as? String == "url=http://b")
+    }
+
     @Test func profile_returnsTheFiguresInForce_flagsIncluded() throws {
         let ws = try Workspace()
         try ws.plugin("p", """
