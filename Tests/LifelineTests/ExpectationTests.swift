@@ -334,7 +334,7 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
     }
 }
 
-@Test func expect_unexpectedPluginError_failsTheRunUnlessALineNamesPluginError() throws {
+@Test func expect_unexpectedPluginError_failsTheRunUnlessALineMatchesThatError() throws {
     let r = try report([
         #""t": 1, "event": "pluginError", "plugin": "a", "message": "init.lua:3: boom", "traceback": "x""#,
         #""t": 2, "event": "pluginError", "plugin": "b", "message": "bad", "traceback": "y""#,
@@ -346,6 +346,16 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
         try check(["expect pluginError plugin=a", "expect pluginError plugin=b"], r).map(\.passed) == [true, true])
     // Named, but forbidden: that line fails, and says so once.
     #expect(try check(["expect no pluginError"], r).map(\.passed) == [false])
+    // A line about one plugin's errors, or another window, excuses no other error.
+    for lines in [
+        ["expect pluginError plugin=a"], ["expect no pluginError plugin=a"], ["expect pluginError plugin=c times 0"],
+        ["expect no pluginError between 0s and 1s"], [#"expect pluginError contains "boom""#],
+    ] {
+        let results = try check(lines, r)
+        #expect(
+            results.last?.message == "t.scenario: unexpected pluginError: bad (from b at t=2)", "\(lines)")
+        #expect(Lifeline.Expectation.exitCode(results, withoutExpectations: 0) == 1)
+    }
 }
 
 @Test func expect_exitCode_isZeroOnlyWhenEveryResultPassed_andTheRecordersWithoutExpectations() throws {

@@ -20,8 +20,10 @@ public struct ExpectationResult: Equatable, Sendable {
 /// - a termination fails the run unless a line expects one (`expect outcome terminated`,
 ///   `expect termination KIND`, or `expect terminated …`, the timeline's event):
 ///   "FILE: unexpected termination: KIND REASON";
-/// - each `pluginError` event fails the run unless a line names `pluginError` (`expect pluginError
-///   …` or `expect no pluginError`, which then fails by itself): "FILE: unexpected pluginError: …".
+/// - each `pluginError` event fails the run unless a `pluginError` line matches that very event
+///   (`expect pluginError plugin=a` expects it; `expect no pluginError plugin=a` fails by itself):
+///   an error of one plugin, or outside a line's window, is not excused by a line about another:
+///   "FILE: unexpected pluginError: …".
 /// These come back as extra failed results, with line 0, after the lines' own. A scenario without
 /// expect lines gets no results at all, and its exit code stays the recorder's (1 on a termination
 /// or a plugin error).
@@ -54,12 +56,15 @@ extension Expectation {
                         line: 0, text: "no unexpected termination", kind: .noUnexpectedTermination),
                     passed: false, message: "\(fileName): unexpected termination: \(kind) \(reason)"))
         }
-        let namesPluginError = expectations.contains {
-            if case .events(let query, _) = $0.kind { return query.event == "pluginError" }
-            return false
+        // The lines about plugin errors. An error one of them matches is accounted for: expected,
+        // or already failing a line that forbids it. Any other error is unexpected.
+        let errorLines: [EventQuery] = expectations.compactMap {
+            guard case .events(let query, _) = $0.kind, query.event == "pluginError" else { return nil }
+            return query
         }
-        if !namesPluginError {
+        do {
             for event in timeline(report) where event["event"]?.plainText == "pluginError" {
+                if errorLines.contains(where: { $0.differences(for: event).isEmpty }) { continue }
                 var origin: [String] = []
                 if let plugin = event["plugin"]?.plainText { origin.append("from \(plugin)") }
                 if let t = event["t"]?.plainText { origin.append("at t=\(t)") }
