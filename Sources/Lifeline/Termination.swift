@@ -1,7 +1,7 @@
 /// Why the host terminated the app, as the report's `termination` object shows it (SPEC 2.3).
 public struct Termination: Equatable, Sendable {
     /// The kinds of termination, with iOS's codes.
-    public enum Kind: String, Equatable, Sendable {
+    public enum Kind: String, Equatable, Sendable, CaseIterable {
         case watchdog
         case backgroundTaskTimeout
         case taskLimit

@@ -263,6 +263,18 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
                 + "its fields are plugin, task, name",
             #"t.scenario:3: expected no opFinished contains "x", but opFinished has no message for 'contains' to look in"#,
         ])
+    let values = try check(
+        ["expect no taskEnded expired=ture", "expect no opFinished result=timedout", "expect opFinished result=done"],
+        saveReport())
+    #expect(
+        values.map(\.message) == [
+            "t.scenario:1: expected no taskEnded expired=ture, but taskEnded's expired is never ture "
+                + "(did you mean true?); it is one of true, false",
+            "t.scenario:2: expected no opFinished result=timedout, but opFinished's result is never timedout "
+                + "(did you mean timedOut?); it is one of finished, timedOut, cancelled, expired, failed",
+            "t.scenario:3: expected opFinished result=done, but opFinished's result is never done; "
+                + "it is one of finished, timedOut, cancelled, expired, failed",
+        ])
     // A real field that no event of this run happens to carry is a plain near miss, not a misnaming.
     let real = try #require(try check(["expect no taskEnded expired=false"], saveReport()).first)
     #expect(real.passed, "\(real.message)")

@@ -42,15 +42,40 @@ public enum ReportEvents {
         return table
     }()
 
+    /// The values a field can take where they are a closed set, so that `expect no opFinished
+    /// result=timedout` fails on its typo rather than holding for every run.
+    public static let values: [String: [String: [String]]] = {
+        let booleans = ["true", "false"]
+        return [
+            "taskEnded": ["expired": booleans],
+            "memoryWarning": ["dropped": booleans],
+            "log": ["level": ["debug", "info", "warning", "error"]],
+            "terminated": ["kind": Termination.Kind.allCases.map(\.rawValue)],
+            "httpResponse": ["error": HTTPFailure.Kind.allCases.map(\.rawValue)],
+            "opFinished": ["result": ["finished", "timedOut", "cancelled", "expired", "failed"]],
+            "transferQueued": ["kind": ["download", "upload"]],
+            "transferEnded": ["state": ["finished", "failed", "cancelled"]],
+        ]
+    }()
+
     /// The notifications that concern one transfer, recorded with its plugin and id.
     private static let transferEvents: Set<LifecycleEventName> = [
         .transferProgress, .transferDidFinish, .transferDidFail, .didFinishTransferEvents,
     ]
 
-    /// Whether `event` is one of these, with only its own fields.
+    /// Whether `event` is one of these, with only its own fields and their values.
     public static func admits(_ event: TimelineEvent) -> Bool {
         guard let known = fields[event.event] else { return false }
-        return event.fields.allSatisfy { known.contains($0.0) }
+        let domains = values[event.event] ?? [:]
+        return event.fields.allSatisfy { name, value in
+            guard known.contains(name) else { return false }
+            guard let domain = domains[name] else { return true }
+            switch value {
+            case .string(let s): return domain.contains(s)
+            case .bool(let b): return domain.contains(b ? "true" : "false")
+            default: return false
+            }
+        }
     }
 
     /// Every event name, sorted.

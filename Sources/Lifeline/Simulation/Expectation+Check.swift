@@ -210,6 +210,15 @@ extension Expectation {
             return message
                 + (fields.isEmpty ? "; it has no fields" : "; its fields are " + fields.joined(separator: ", "))
         }
+        for field in query.fields {
+            guard let domain = ReportEvents.values[query.event]?[field.name], !domain.contains(field.value.text)
+            else { continue }
+            var message = "but \(query.event)'s \(field.name) is never \(display(.string(field.value.text)))"
+            if let suggestion = closestName(to: field.value.text, among: domain) {
+                message += " (did you mean \(suggestion)?)"
+            }
+            return message + "; it is one of " + domain.joined(separator: ", ")
+        }
         if query.contains != nil, !fields.contains("message") {
             return "but \(query.event) has no message for 'contains' to look in"
         }
