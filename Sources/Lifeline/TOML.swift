@@ -369,12 +369,19 @@ private struct Parser {
         if token.isEmpty { throw fail("expected a value, found \(describe(peek))") }
         let scalars = Array(token.unicodeScalars)
         let isDigit = { (c: Unicode.Scalar) in "0"..."9" ~= c }
-        if token.contains(":") || (scalars.count > 4 && scalars[..<4].allSatisfy(isDigit) && scalars[4] == "-") {
-            throw fail("dates are not supported; quote '\(token)' to make it a string")
+        // The whole unquoted run, for messages: `http://x` rather than the `http:` read so far.
+        var end = i
+        while end < s.count, !" \t\r\n#,]}".unicodeScalars.contains(s[end]) { end += 1 }
+        let written = string(s[start..<end])
+        let startsWithDigit = scalars.first.map(isDigit) ?? false
+        let looksLikeDate =
+            token.contains(":") || (scalars.count > 4 && scalars[..<4].allSatisfy(isDigit) && scalars[4] == "-")
+        if startsWithDigit && looksLikeDate {
+            throw fail("dates are not supported; quote '\(written)' to make it a string")
         }
         if let keyword = Self.keywords[token] { return keyword }
         if let number = try parseNumber(token, scalars) { return number }
-        throw fail("invalid value '\(token)'; strings must be quoted")
+        throw fail("invalid value '\(written)'; a string must be quoted, as in \"\(written)\"")
     }
 
     func parseNumber(_ token: String, _ scalars: [Unicode.Scalar]) throws(LifelineError) -> TOMLValue? {

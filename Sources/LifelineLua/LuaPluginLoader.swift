@@ -28,10 +28,14 @@ public enum LuaPluginLoader {
         /// The compiled-in plugin it asks for.
         public var swiftName: String
         public var manifest: PluginManifest
+        /// Why its plugin.toml could not be read, when it could not.
+        public var failure: String?
     }
 
     /// The descriptors of the plugins in `directory`. Throws (exit 65) when the folder is missing
-    /// or a plugin.toml is unreadable or invalid.
+    /// or unreadable. A plugin whose plugin.toml is unreadable or invalid gets a descriptor that
+    /// fails to load with that message: one plugin's manifest must not stop the others, or a run
+    /// with `--only` that leaves it out.
     public static func descriptors(
         in directory: String, configOverrides: [ConfigOverride] = []
     ) throws(LifelineError) -> [PluginDescriptor] {
@@ -45,17 +49,23 @@ public enum LuaPluginLoader {
             if lstat(folder + "/init.lua", &info) != 0 {
                 let error = errno
                 if error == ENOENT || error == ENOTDIR { continue }
-                let message = "cannot open \(folder)/init.lua: \(String(cString: strerror(error)))"
-                result.append(PluginDescriptor(name: name, kind: .lua) { () throws(LifelineError) -> any PluginInstance in
-                    throw .badInput(message)
-                })
+                result.append(failing(name, .lua, "cannot open \(folder)/init.lua: \(String(cString: strerror(error)))"))
                 continue
             }
-            let manifest = try readManifest(folder + "/plugin.toml", in: folder)
+            let manifest: PluginManifest
+            do {
+                manifest = try readManifest(folder + "/plugin.toml", in: folder)
+            } catch {
+                result.append(failing(name, .lua, error.message))
+                continue
+            }
             if let swift = manifest.swiftPlugin {
-                throw .badInput(
-                    "\(folder)/plugin.toml:\(manifest.swiftPluginLine): the folder has an init.lua, so it "
-                        + "is a Lua plugin; swift = \"\(swift)\" belongs in a folder of its own, without init.lua")
+                result.append(
+                    failing(
+                        name, .lua,
+                        "\(folder)/plugin.toml:\(manifest.swiftPluginLine): the folder has an init.lua, so it "
+                            + "is a Lua plugin; swift = \"\(swift)\" belongs in a folder of its own, without init.lua"))
+                continue
             }
             let memory = manifest.memoryLimit ?? PluginManifest.defaultMemoryLimit
             // Checked when the manifest was parsed.
@@ -78,7 +88,16 @@ public enum LuaPluginLoader {
         return result
     }
 
-    /// The subfolders of `directory` that ask for a compiled-in Swift plugin, in name order.
+    /// A plugin that fails to load with `message` (exit 65 in simulate and check; skipped by run).
+    public static func failing(_ name: String, _ kind: PluginKind, _ message: String) -> PluginDescriptor {
+        PluginDescriptor(name: name, kind: kind) { () throws(LifelineError) -> any PluginInstance in
+            throw .badInput(message)
+        }
+    }
+
+    /// The subfolders of `directory` that ask for a compiled-in Swift plugin, in name order. A
+    /// folder without init.lua whose plugin.toml cannot be read is one too, with its `failure`:
+    /// it may have meant to ask, and it fails only itself.
     public static func swiftPluginRequests(in directory: String) throws(LifelineError) -> [SwiftPluginRequest] {
         var result: [SwiftPluginRequest] = []
         for name in try subfolders(of: directory) {
@@ -86,9 +105,13 @@ public enum LuaPluginLoader {
             var info = stat()
             // A folder with an init.lua is a Lua plugin; `descriptors` refuses a swift key there.
             guard lstat(folder + "/init.lua", &info) != 0, lstat(folder + "/plugin.toml", &info) == 0 else { continue }
-            let manifest = try readManifest(folder + "/plugin.toml", in: folder)
-            if let swift = manifest.swiftPlugin {
-                result.append(SwiftPluginRequest(folder: name, swiftName: swift, manifest: manifest))
+            do {
+                let manifest = try readManifest(folder + "/plugin.toml", in: folder)
+                if let swift = manifest.swiftPlugin {
+                    result.append(SwiftPluginRequest(folder: name, swiftName: swift, manifest: manifest))
+                }
+            } catch {
+                result.append(SwiftPluginRequest(folder: name, swiftName: name, manifest: PluginManifest(), failure: error.message))
             }
         }
         return result
@@ -101,7 +124,9 @@ public enum LuaPluginLoader {
             let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
             var info = stat()
             guard lstat(folder + "/init.lua", &info) == 0 else { continue }
-            for entry in try readManifest(folder + "/plugin.toml", in: folder).config.entries { keys.insert(entry.key) }
+            // A manifest that cannot be read has no keys; its plugin fails to load on its own.
+            guard let manifest = try? readManifest(folder + "/plugin.toml", in: folder) else { continue }
+            for entry in manifest.config.entries { keys.insert(entry.key) }
         }
         return keys
     }

@@ -51,11 +51,17 @@ struct PluginOptions: ParsableArguments {
             in: plugins, configOverrides: overrides
         ).map { ($0.name, $0) }
         for request in requests {
+            if let failure = request.failure {
+                all.append((request.folder, LuaPluginLoader.failing(request.folder, .swift, failure)))
+                continue
+            }
             guard var descriptor = BuiltInPlugins.all.first(where: { $0.name == request.swiftName }) else {
                 let known = BuiltInPlugins.all.map(\.name).sorted().joined(separator: ", ")
-                throw .badInput(
+                let message =
                     "\(plugins)/\(request.folder)/plugin.toml:\(request.manifest.swiftPluginLine): no Swift plugin "
-                        + "named '\(request.swiftName)' is compiled into lifeline (compiled in: \(known))")
+                    + "named '\(request.swiftName)' is compiled into lifeline (compiled in: \(known))"
+                all.append((request.folder, LuaPluginLoader.failing(request.swiftName, .swift, message)))
+                continue
             }
             descriptor.network = (try? NetworkPermissions(request.manifest.networkPermissions)) ?? .none
             descriptor.storeQuota = request.manifest.storeQuota

@@ -99,7 +99,7 @@ struct BadManifest: Sendable, CustomTestStringConvertible {
 func badInput_invalidPluginToml_is65WithFileAndLine(_ bad: BadManifest) throws {
     try withPluginFolder(["p/init.lua": "", "p/plugin.toml": bad.text]) { dir in
         do throws(LifelineError) {
-            _ = try LuaPluginLoader.descriptors(in: dir)
+            try loadDescriptors(in: dir)
             Issue.record("plugin.toml was accepted")
         } catch {
             #expect(error.exitCode == 65)
@@ -111,7 +111,7 @@ func badInput_invalidPluginToml_is65WithFileAndLine(_ bad: BadManifest) throws {
 @Test func badInput_pluginTomlThatIsNotUTF8_is65WithTheFile() throws {
     try withPluginFolder(["p/init.lua": ""], binary: ["p/plugin.toml": [0x76, 0x3D, 0xFF, 0xFE, 0x0A]]) { dir in
         do throws(LifelineError) {
-            _ = try LuaPluginLoader.descriptors(in: dir)
+            try loadDescriptors(in: dir)
             Issue.record("plugin.toml was accepted")
         } catch {
             #expect(error.exitCode == 65)

@@ -144,7 +144,7 @@ private func withOutsideFolder<T>(_ files: [String: String], _ body: (String) th
         try withOutsideFolder(["plugin.toml": "[config]\ntoken = \"another plugin's\"\n"]) { outside in
             try withPluginFolder(plugins(["p": "mark(tostring(lifeline.config.token))"])) { dir in
                 try fm.createSymbolicLink(atPath: dir + "/p/plugin.toml", withDestinationPath: outside + "/plugin.toml")
-                let error = #expect(throws: LifelineError.self) { _ = try LuaPluginLoader.descriptors(in: dir) }
+                let error = #expect(throws: LifelineError.self) { try loadDescriptors(in: dir) }
                 #expect(error?.exitCode == 65)
                 #expect(error?.message.contains("plugin.toml leads outside the plugin's folder") == true)
             }
@@ -154,7 +154,7 @@ private func withOutsideFolder<T>(_ files: [String: String], _ body: (String) th
     @Test func pluginToml_aLinkLoop_isALoadError_notAMissingFile() throws {
         try withPluginFolder(plugins(["p": ""])) { dir in
             try fm.createSymbolicLink(atPath: dir + "/p/plugin.toml", withDestinationPath: "plugin.toml")
-            let error = #expect(throws: LifelineError.self) { _ = try LuaPluginLoader.descriptors(in: dir) }
+            let error = #expect(throws: LifelineError.self) { try loadDescriptors(in: dir) }
             #expect(error?.message.contains("Too many levels of symbolic links") == true, "\(String(describing: error))")
         }
     }
@@ -182,7 +182,7 @@ private func withOutsideFolder<T>(_ files: [String: String], _ body: (String) th
     files["p/plugin.toml"] = "[config]\nbig = \"" + String(repeating: "x", count: 1024 * 1024) + "\"\n"
     let error = try withPluginFolder(files) { dir -> LifelineError? in
         do throws(LifelineError) {
-            _ = try LuaPluginLoader.descriptors(in: dir)
+            try loadDescriptors(in: dir)
             return nil
         } catch {
             return error

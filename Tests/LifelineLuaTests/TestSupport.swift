@@ -202,3 +202,9 @@ func makeHost(_ descriptors: [PluginDescriptor], profile: Profile = .ios13) -> L
         configuration: HostConfiguration(profile: profile), plugins: descriptors,
         executor: MainExecutor(clock: VirtualClock()))
 }
+
+/// Reads the folder's plugins and makes each, as a run loads them: a plugin.toml that cannot be
+/// read fails its own plugin's load, not the reading of the folder.
+func loadDescriptors(in dir: String) throws(LifelineError) {
+    for descriptor in try LuaPluginLoader.descriptors(in: dir) { _ = try descriptor.make() }
+}

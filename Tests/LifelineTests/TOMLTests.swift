@@ -292,7 +292,13 @@ func parse_invalidUnicodeEscape_failsWithLine(text: String) {
 }
 
 @Test func parse_unquotedWord_failsSayingStringsMustBeQuoted() {
-    #expect(parseError("a = hello")?.contains("file.toml:1: invalid value 'hello'; strings must be quoted") == true)
+    #expect(
+        parseError("a = hello")?.contains(#"file.toml:1: invalid value 'hello'; a string must be quoted, as in "hello""#)
+            == true)
+    // The whole unquoted run is named, not the part read before the reader stopped.
+    #expect(
+        parseError("a = http://x # c")?.contains(
+            #"file.toml:1: invalid value 'http://x'; a string must be quoted, as in "http://x""#) == true)
 }
 
 @Test(arguments: [

@@ -130,7 +130,22 @@ import Testing
         try ws.plugin("configured", "-- fine", toml: "version = \"1.0\"\n[limits]\nmemory = \n")
         let r = try CLI.run(["check", "--plugins", ws.plugins])
         #expect(r.status == 65)
-        #expect(r.stderr.contains("plugin.toml:3"), "\(r.stderr)")
+        #expect(r.stdout.contains("FAIL configured (lua): \(ws.plugins)/configured/plugin.toml:3"), "\(r.stdout)")
+    }
+
+    @Test func invalidPluginToml_failsOnlyItsPlugin_andNotARunWithoutIt() throws {
+        let ws = try Workspace()
+        try ws.plugin("broken", "", toml: "[config]\nurl = http://x\n")
+        try ws.plugin("fine", "lifeline.log.info('fine loaded')")
+        let s = try ws.file("s.scenario", Self.scenario)
+        let without = try CLI.run(["simulate", "--plugins", ws.plugins, "--only", "fine", "--scenario", s])
+        #expect(without.status == 0, "\(without.stderr)")
+        let with = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s])
+        #expect(with.status == 65)
+        #expect(with.stderr.contains("broken/plugin.toml:2: invalid value 'http://x'"), "\(with.stderr)")
+        let check = try CLI.run(["check", "--plugins", ws.plugins])
+        #expect(check.status == 65)
+        #expect(check.stdout.contains("ok   fine (lua)"), "\(check.stdout)")
     }
 
     @Test func check_allPluginsLoad_exits0_andListsThem() throws {
