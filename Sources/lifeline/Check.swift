@@ -113,7 +113,8 @@ struct Check: ParsableCommand {
     }
 }
 
-/// Writes one line to stdout at once (unbuffered: the process may end from another thread).
+/// Writes one line to stdout at once (unbuffered: the process may end from another thread), made
+/// safe for a terminal; a line break in it starts an indented continuation line.
 func writeLine(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    FileHandle.standardOutput.write(Data((Terminal.safe(line, indent: "    ") + "\n").utf8))
 }

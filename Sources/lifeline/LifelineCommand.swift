@@ -31,7 +31,7 @@ func runReportingErrors(_ body: () throws(LifelineError) -> Int32) throws -> Nev
 
 /// Prints the error's message and exits with its code.
 func exitWithError(_ error: LifelineError) -> Never {
-    FileHandle.standardError.write(Data("lifeline: \(error.message)\n".utf8))
+    FileHandle.standardError.write(Data("lifeline: \(Terminal.safe(error.message))\n".utf8))
     exit(error.exitCode)
 }
 
@@ -69,6 +69,7 @@ struct ClockedLogHandler: LogHandler {
         if !all.isEmpty {
             line += " " + all.keys.sorted().map { "\($0)=\(all[$0]!)" }.joined(separator: " ")
         }
+        line = Terminal.safe(line, indent: String(repeating: " ", count: stamp.count + 1))
         if colour {
             let code =
                 switch event.level {

@@ -178,7 +178,7 @@ final class SignalSteps: @unchecked Sendable {
 /// errors in red, expiry in yellow.
 enum LiveLine {
     static func text(_ event: TimelineEvent, colour: Bool) -> String {
-        let line = event.humanLine
+        let line = Terminal.safe(event.humanLine, indent: "    ")
         guard colour else { return line }
         switch event.event {
         case "terminated", "watchdog", "pluginError", "killed", "forceQuit": return paint(line, "31", true)

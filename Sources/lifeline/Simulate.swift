@@ -124,7 +124,7 @@ private struct Outputs: Sendable {
         let results = Expectation.check(scenario.expectations, report: recorder.report(), fileName: scenario.fileName)
         if !results.isEmpty { recorder.setExpectations(Expectation.reportEntries(results)) }
         for result in results where !result.passed {
-            FileHandle.standardError.write(Data((result.message + "\n").utf8))
+            FileHandle.standardError.write(Data((Terminal.safe(result.message, indent: "    ") + "\n").utf8))
         }
         let report = recorder.report()
         if let reportPath { try writeFile(report.serialized(pretty: true) + "\n", to: reportPath) }

@@ -330,7 +330,8 @@ private struct Verdict: Sendable {
     var text: String {
         if passed { return "ok   \(file.display) (\(String(format: "%.2f", seconds)) s)" }
         let headline = "FAIL \(file.display): \(lines.first ?? "failed")"
-        return ([headline] + lines.dropFirst().map { "    " + $0 }).joined(separator: "\n")
+        // writeLine indents every line after the first.
+        return ([headline] + lines.dropFirst()).joined(separator: "\n")
     }
 }
 

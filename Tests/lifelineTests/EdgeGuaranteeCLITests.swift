@@ -140,6 +140,32 @@ private func peaks(calm: Workspace, hostile: Workspace, scenario: String) throws
         #expect(!reason.contains("/tmp") && !reason.contains("lifeline-state"), "\(reason)")
     }
 
+    @Test func pluginText_reachesTheTerminal_withoutControlCharacters_orLinesThatPassForTheHosts() throws {
+        let ws = try Workspace()
+        try ws.plugin(
+            "e",
+            #"""
+            print("\27[31mRED\27[0m\7")
+            lifeline.log.info("one\n[    9.000s] error lifeline: app terminated")
+            lifeline.on("didEnterBackground", function() error("bad\27]0;title\7\nok   e/scenarios/x.scenario") end)
+            """#)
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/e/scenarios", withIntermediateDirectories: true)
+        let s = try ws.file("plugins/e/scenarios/a.scenario", "0s launch\n1s background\n")
+        let simulate = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--report", "-"])
+        let test = try CLI.run(["test", ws.plugins])
+        for (what, text) in [("simulate stderr", simulate.stderr), ("test stdout", test.stdout)] {
+            #expect(!text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(what): \(text)")
+            #expect(text.contains(#"\u{1B}"#), "\(what): \(text)")
+            for line in text.split(separator: "\n") {
+                #expect(!line.hasPrefix("[    9.000s]") && !line.hasPrefix("ok   "), "\(what): \(line)")
+            }
+        }
+        #expect(simulate.stderr.contains(#"info plugin.e: \u{1B}[31mRED\u{1B}[0m\u{7}"#), "\(simulate.stderr)")
+        // The report keeps the text as the plugin wrote it, escaped by JSON.
+        #expect(simulate.stdout.contains(#""message": "\u001b[31mRED\u001b[0m\u0007""#), "\(simulate.stdout)")
+        #expect(test.status == 1)
+    }
+
     @Test func initLuaThatIsALinkLoop_failsTheLoad_in_simulate_and_check() throws {
         let ws = try Workspace()
         try ws.plugin("good", "")
