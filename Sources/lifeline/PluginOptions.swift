@@ -41,8 +41,9 @@ struct PluginOptions: ParsableArguments {
     }
 
     /// The plugins to run: the folder's, cut to `--only`, with `--config` applied. Names must be
-    /// unique.
-    func descriptors() throws(LifelineError) -> [PluginDescriptor] {
+    /// unique. A scenario's `uses` lines (`scenario`) name plugins it needs: each must be in the
+    /// folder (65 at its line), and joins an `--only` selection, as in `lifeline test`.
+    func descriptors(for scenario: Scenario? = nil) throws(LifelineError) -> [PluginDescriptor] {
         let requests = try LuaPluginLoader.swiftPluginRequests(in: plugins)
         let luaFolders = try LuaPluginLoader.descriptors(in: plugins).map(\.name)
         let overrides = try configOverrides(
@@ -71,8 +72,15 @@ struct PluginOptions: ParsableArguments {
         for (_, d) in all where !seen.insert(d.name).inserted {
             throw .badInput("two plugins are named '\(d.name)': rename a folder in '\(plugins)'")
         }
-        let wanted = onlyNames
+        for name in scenario?.uses ?? [] where !all.contains(where: { $0.folder == name || $0.descriptor.name == name }) {
+            let line = scenario?.useLines[name].map { ":\($0)" } ?? ""
+            let names = all.map(\.descriptor.name).sorted().joined(separator: ", ")
+            throw .badInput(
+                "\(scenario?.fileName ?? "")\(line): uses: no plugin named '\(name)' in '\(plugins)' (its plugins: \(names))")
+        }
+        var wanted = onlyNames
         guard !wanted.isEmpty else { return all.map(\.descriptor) }
+        for name in scenario?.uses ?? [] where !wanted.contains(name) { wanted.append(name) }
         for name in wanted where !all.contains(where: { $0.folder == name || $0.descriptor.name == name }) {
             let names = all.map(\.descriptor.name).sorted().joined(separator: ", ")
             throw .usage("--only: no plugin named '\(name)' in '\(plugins)' (its plugins: \(names))")

@@ -88,7 +88,7 @@ struct Simulate: ParsableCommand {
                 throw .badInput("\(scenario):1: the scenario is not valid UTF-8")
             }
             let parsed = try Scenario.parse(text, fileName: scenario)
-            let descriptors = try pluginOptions.descriptors()
+            let descriptors = try pluginOptions.descriptors(for: parsed)
             let limit = try until.map { u throws(LifelineError) in try Scenario.parseTime(u, at: "--until") }
             let outputs = Outputs(
                 scenario: parsed, reportPath: report, pictures: pictures, renderData: renderData)

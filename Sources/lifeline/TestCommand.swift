@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Lifeline
-import LifelineLua
 
 struct TestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -78,11 +77,10 @@ struct TestCommand: ParsableCommand {
             guard !files.isEmpty else {
                 throw .badInput("no scenarios to test: nothing matches '\(directory)/*/scenarios/*.scenario'")
             }
-            let pluginNames = Self.pluginNames(in: directory)
             let temporary = try TemporaryDirectory(prefix: "lifeline-test-")
             defer { temporary.remove() }
             let start = ContinuousClock.now
-            let verdicts = runAll(files, in: temporary.path, pluginNames: pluginNames)
+            let verdicts = runAll(files, in: temporary.path)
             let seconds = (ContinuousClock.now - start) / .seconds(1)
             let failed = verdicts.filter { !$0.passed }.count
             writeLine("\(verdicts.count - failed) passed, \(failed) failed")
@@ -105,7 +103,7 @@ struct TestCommand: ParsableCommand {
 
     /// Simulates every scenario, `jobs` at a time, printing each verdict as soon as those before
     /// it are printed: the output is in file order whatever order the runs end in.
-    private func runAll(_ files: [ScenarioFile], in temporary: String, pluginNames: [String]?) -> [Verdict] {
+    private func runAll(_ files: [ScenarioFile], in temporary: String) -> [Verdict] {
         struct Progress {
             var next = 0
             var verdicts: [Verdict?]
@@ -125,7 +123,7 @@ struct TestCommand: ParsableCommand {
                         return p.next
                     }
                     guard index < files.count else { break }
-                    let verdict = test(files[index], folder: temporary + "/\(index)", pluginNames: pluginNames)
+                    let verdict = test(files[index], folder: temporary + "/\(index)")
                     progress.withLock { p in
                         p.verdicts[index] = verdict
                         while p.printed < files.count, let ready = p.verdicts[p.printed] {
@@ -142,43 +140,15 @@ struct TestCommand: ParsableCommand {
         return progress.withLock { $0.verdicts.compactMap { $0 } }
     }
 
-    /// The names a `uses` line can give (Lua plugins' folders, Swift plugins' folders and names);
-    /// nil when the folder's plugins cannot be read, which each simulation then reports itself.
-    private static func pluginNames(in directory: String) -> [String]? {
-        guard let lua = try? LuaPluginLoader.descriptors(in: directory),
-            let swift = try? LuaPluginLoader.swiftPluginRequests(in: directory)
-        else { return nil }
-        return lua.map(\.name) + swift.flatMap { [$0.folder, $0.swiftName] }
-    }
-
     /// Simulates one scenario in a process of its own and says how it went.
-    private func test(_ file: ScenarioFile, folder: String, pluginNames: [String]?) -> Verdict {
+    private func test(_ file: ScenarioFile, folder: String) -> Verdict {
         var verdict = Verdict(file: file)
         guard mkdir(folder, 0o700) == 0 else {
             return verdict.failing(["cannot make '\(folder)': \(String(cString: strerror(errno)))"])
         }
-        let scenario: Scenario
-        do throws(LifelineError) {
-            guard let data = FileManager.default.contents(atPath: file.path) else {
-                throw .badInput("cannot read scenario file '\(file.path)'")
-            }
-            guard let text = String(data: data, encoding: .utf8) else {
-                throw .badInput("\(file.path):1: the scenario is not valid UTF-8")
-            }
-            scenario = try Scenario.parse(text, fileName: file.path)
-        } catch {
-            return verdict.failing([error.message])
-        }
-        if let pluginNames {
-            for name in scenario.uses where !pluginNames.contains(name) {
-                let line = scenario.useLines[name].map { ":\($0)" } ?? ""
-                let names = Set(pluginNames).sorted().joined(separator: ", ")
-                return verdict.failing(
-                    ["\(file.path)\(line): uses: no plugin named '\(name)' in '\(directory)' (its plugins: \(names))"])
-            }
-        }
-        var only = [file.plugin]
-        for name in scenario.uses where !only.contains(name) { only.append(name) }
+        // simulate reads the scenario: it adds the plugins its `uses` lines name to this, and
+        // refuses a bad line or a name DIR lacks (65, with file:line).
+        let only = [file.plugin]
         let reportPath = folder + "/report.json"
         let runPath = folder + "/run.json"
         // With "=", a value that starts with "-" is still read as the value.

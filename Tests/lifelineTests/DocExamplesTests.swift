@@ -16,8 +16,8 @@ import Testing
 //       `return function(...) BLOCK end` of a plugin, and `lifeline check` must say `ok` for it.
 //       Nothing in it runs. (A plugin with file= is run by the commands that load it.)
 //   ```scenario
-//       Written to a temporary file and run with `lifeline simulate` on an empty plugins folder:
-//       it must not be a scenario error (exit 65). ```scenario error is an example of a bad
+//       Written to a temporary file and run with `lifeline simulate` on the bundled plugins (so a
+//       `uses` line can name one of them): it must not be a scenario error (exit 65). ```scenario error is an example of a bad
 //       scenario: it must be exit 65. A scenario with file= gets the same check.
 //   ```console, ```sh
 //       Each line starting with `$ ` is a command, run with bash in the working folder, with
@@ -184,8 +184,8 @@ enum DocExamples {
         let root = fm.temporaryDirectory.appendingPathComponent("lifeline-docs-\(UUID().uuidString)").path
         defer { try? fm.removeItem(atPath: root) }
         let work = root + "/work", bin = root + "/bin", fragments = root + "/fragments",
-            empty = root + "/empty", scenarios = root + "/scenarios"
-        for dir in [work, bin, fragments, empty, scenarios] {
+            scenarios = root + "/scenarios"
+        for dir in [work, bin, fragments, scenarios] {
             try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
         }
         try fm.copyItem(atPath: CLI.packageRoot + "/plugins", toPath: work + "/plugins")
@@ -215,8 +215,8 @@ enum DocExamples {
             case "scenario":
                 let path = scenarios + "/line-\(block.line).scenario"
                 try block.text.write(toFile: path, atomically: true, encoding: .utf8)
-                let r = try DocExamples.bash("lifeline simulate --plugins \(empty) --scenario \(path)",
-                                             in: work, bin: bin)
+                let r = try DocExamples.bash(
+                    "lifeline simulate --plugins \(CLI.packageRoot)/plugins --scenario \(path)", in: work, bin: bin)
                 if block.flags.contains("error") {
                     if r.status != 65 { fail(block, "a bad scenario's example, but simulate exited \(r.status), not 65\n\(r.stderr)") }
                 } else if r.status == 65 {

@@ -130,6 +130,24 @@ import Testing
         #expect(events(try parseReport(r.stdout), "log").first?["message"] as? String == "url=http://b")
     }
 
+    @Test func simulate_usesLines_joinOnly_andAMissingNameIs65AtItsLine() throws {
+        let ws = try Workspace()
+        try ws.plugin("a", "lifeline.log.info('a loaded')")
+        try ws.plugin("b", "lifeline.log.info('b loaded')")
+        try ws.plugin("c", "lifeline.log.info('c loaded')")
+        let uses = try ws.file("uses.scenario", "# b is needed\nuses b\n0s launch\n")
+        let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--only", "a", "--scenario", uses, "--report", "-"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let names = (try parseReport(r.stdout)["plugins"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+        #expect(names == ["a", "b"])
+        let ghost = try ws.file("ghost.scenario", "0s launch\nuses b, ghost\n")
+        let g = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", ghost])
+        #expect(g.status == 65)
+        #expect(
+            g.stderr == "lifeline: \(ghost):2: uses: no plugin named 'ghost' in '\(ws.plugins)' (its plugins: a, b, c)\n",
+            "\(g.stderr)")
+    }
+
     @Test func profile_returnsTheFiguresInForce_flagsIncluded() throws {
         let ws = try Workspace()
         try ws.plugin("p", """
