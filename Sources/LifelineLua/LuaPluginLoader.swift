@@ -137,6 +137,13 @@ public enum LuaPluginLoader {
         guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .badInput("plugins folder '\(directory)' does not exist or is not a folder")
         }
+        // Pointed at one plugin's folder, the loader would find no plugin in it and run nothing.
+        if fm.fileExists(atPath: (directory.hasSuffix("/") ? directory : directory + "/") + "init.lua") {
+            let holder = parentFolder(of: directory)
+            throw .badInput(
+                "'\(directory)' is a plugin's own folder (it has an init.lua); give the folder that holds "
+                    + "the plugins, as in --plugins \(holder)")
+        }
         do {
             return try fm.contentsOfDirectory(atPath: directory).sorted().filter { !$0.hasPrefix(".") }
         } catch {

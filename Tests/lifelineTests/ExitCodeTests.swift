@@ -133,6 +133,21 @@ import Testing
         #expect(r.stdout.contains("FAIL configured (lua): \(ws.plugins)/configured/plugin.toml:3"), "\(r.stdout)")
     }
 
+    @Test(arguments: ["check", "simulate", "run"])
+    func pluginsPointingAtOnePluginsFolder_is65_namingTheFolderThatHoldsIt(_ command: String) throws {
+        let ws = try Workspace()
+        try ws.plugin("p", "")
+        let s = try ws.file("s.scenario", Self.scenario)
+        var arguments = [command, "--plugins", ws.plugins + "/p/"]
+        if command == "simulate" { arguments += ["--scenario", s] }
+        let r = try CLI.run(arguments)
+        #expect(r.status == 65)
+        #expect(
+            r.stderr.contains(
+                "'\(ws.plugins)/p/' is a plugin's own folder (it has an init.lua); give the folder that holds the "
+                    + "plugins, as in --plugins \(ws.plugins)"), "\(r.stderr)")
+    }
+
     @Test func invalidPluginToml_failsOnlyItsPlugin_andNotARunWithoutIt() throws {
         let ws = try Workspace()
         try ws.plugin("broken", "", toml: "[config]\nurl = http://x\n")
