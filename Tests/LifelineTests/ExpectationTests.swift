@@ -147,6 +147,18 @@ func expect_badLine_isReportedWithFileLineAndWhatWasExpected(_ c: BadLine) throw
     #expect(message.contains(c.says), "\(message)")
 }
 
+@Test func expect_singleQuotes_areRefusedWithTheDoubleQuoteForm() {
+    #expect(
+        throws: LifelineError.badInput(
+            "s.scenario:2: 'name='queue': text goes in double quotes here, as in name=\"queue sync\"; "
+                + "a single quote is a plain character")
+    ) {
+        try Scenario.parse("0s launch\nexpect taskBegan name='queue sync'\n", fileName: "s.scenario")
+    }
+    // Inside double quotes a single quote is text.
+    #expect(throws: Never.self) { try Scenario.parse("expect log contains \"it's\"\n", fileName: "s.scenario") }
+}
+
 @Test func expect_badLineInAScenario_isBadInputBeforeAnythingRuns() {
     #expect(throws: LifelineError.badInput("s.scenario:2: after 'expect outcome' write 'completed' or 'terminated'")) {
         try Scenario.parse("0s launch\nexpect outcome maybe\n", fileName: "s.scenario")
@@ -278,6 +290,28 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
     // A real field that no event of this run happens to carry is a plain near miss, not a misnaming.
     let real = try #require(try check(["expect no taskEnded expired=false"], saveReport()).first)
     #expect(real.passed, "\(real.message)")
+}
+
+@Test func expect_terminationFieldThatDoesNotExist_failsWithTheNearestRealOne() throws {
+    let terminated = try report(
+        [#""t": 30, "event": "terminated", "kind": "taskLimit", "code": "0xbada5e47""#],
+        termination:
+            #"{"code": "0xbada5e47", "kind": "taskLimit", "reason": "too many tasks", "plugin": "a", "t": 30, "traceback": null}"#
+    )
+    let results = try check(["expect termination taskLimit plugn=a", "expect termination taskLimit plugin=a"], terminated)
+    #expect(results.map(\.passed) == [false, true])
+    #expect(
+        results[0].message
+            == "t.scenario:1: expected termination taskLimit plugn=a, but a termination has no field plugn "
+            + "(did you mean plugin?); its fields are code, kind, reason, plugin, t, traceback")
+}
+
+@Test func expect_quotedNumber_saysAQuotedValueMatchesTextOnly() throws {
+    let message = try #require(try check([#"expect taskBegan task="4""#], saveReport()).first?.message)
+    #expect(
+        message.hasSuffix(
+            "closest: t=5 taskBegan plugin=save-changes task=4 name=save (task is 4 unquoted; a quoted value matches "
+                + "text only)"), "\(message)")
 }
 
 @Test func expect_realEventThatDidNotHappen_listsTheEventsThatDid() throws {

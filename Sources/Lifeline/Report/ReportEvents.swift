@@ -42,6 +42,10 @@ public enum ReportEvents {
         return table
     }()
 
+    /// The fields of the report's `termination` object, which `expect termination KIND` lines
+    /// match.
+    public static let terminationFields = ["code", "kind", "reason", "plugin", "t", "traceback"]
+
     /// The values a field can take where they are a closed set, so that `expect no opFinished
     /// result=timedout` fails on its typo rather than holding for every run.
     public static let values: [String: [String: [String]]] = {

@@ -117,6 +117,14 @@ extension Expectation {
                 failure = "found \(outcome)"
             }
         case .termination(let termKind, let fields):
+            if let field = fields.first(where: { !ReportEvents.terminationFields.contains($0.name) }) {
+                var message = "but a termination has no field \(field.name)"
+                if let suggestion = Self.closestName(to: field.name, among: ReportEvents.terminationFields) {
+                    message += " (did you mean \(suggestion)?)"
+                }
+                failure = message + "; its fields are " + ReportEvents.terminationFields.joined(separator: ", ")
+                break
+            }
             guard let termination = report["termination"], termination != .null else {
                 failure = "found none: the run \(report["outcome"]?.plainText ?? "completed")"
                 break
@@ -304,7 +312,18 @@ extension Expectation {
 
     /// `expired differs`, `no task`.
     static func difference(_ field: FieldMatch, in event: JSONValue) -> String {
-        event[field.name] == nil ? "no \(field.name)" : "\(field.name) differs"
+        guard let value = event[field.name] else { return "no \(field.name)" }
+        // A quoted value matches text only: say so where the two would read the same.
+        if case .quoted(let q) = field.value {
+            switch value {
+            case .int, .number, .bool, .null:
+                if display(value) == q {
+                    return "\(field.name) is \(display(value)) unquoted; a quoted value matches text only"
+                }
+            default: break
+            }
+        }
+        return "\(field.name) differs"
     }
 
     static func timeline(_ report: JSONValue) -> [JSONValue] {

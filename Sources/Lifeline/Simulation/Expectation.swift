@@ -131,6 +131,11 @@ public struct Expectation: Equatable, Sendable {
     /// - Throws: `LifelineError.badInput` with `at` and what was expected, for any malformed line.
     static func parse(rawLine: Substring, line: Int, at: String) throws(LifelineError) -> Expectation {
         let tokens = try Token.split(rawLine, at: at)
+        if let single = tokens.first(where: { $0.bare.contains("'") }) {
+            throw .badInput(
+                "\(at): '\(single.source)': text goes in double quotes here, as in name=\"queue sync\"; "
+                    + "a single quote is a plain character")
+        }
         let text = tokens.map(\.source).joined(separator: " ")
         guard tokens.first?.word == "expect" else {
             throw .badInput("\(at): an expectation starts with 'expect'; \(forms)")
