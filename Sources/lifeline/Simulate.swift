@@ -42,7 +42,7 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var pluginOptions: PluginOptions
 
-    @Option(help: "The scenario file (steps, http lines, expect lines).")
+    @Option(help: "The scenario file (steps, http lines, expect lines); - reads standard input.")
     var scenario: String
 
     @Option(help: "Where to write the JSON report; - for stdout.")
@@ -81,9 +81,7 @@ struct Simulate: ParsableCommand {
         // Ended by a signal, simulate still removes its temporary state dir.
         ExitOnSignals.install()
         try runReportingErrors { () throws(LifelineError) -> Int32 in
-            guard let data = FileManager.default.contents(atPath: scenario) else {
-                throw .badInput("cannot read scenario file '\(scenario)'")
-            }
+            let data = try readScenario(scenario)
             guard let text = String(data: data, encoding: .utf8) else {
                 throw .badInput("\(scenario):1: the scenario is not valid UTF-8")
             }
@@ -132,5 +130,26 @@ private struct Outputs: Sendable {
         if let renderData { try writeFile(run.json.serialized() + "\n", to: renderData) }
         try pictures.write([run], stdoutTaken: reportPath == "-")
         return Expectation.exitCode(results, withoutExpectations: recorder.exitCode)
+    }
+}
+
+/// The bytes of a scenario file; `-` reads standard input, and a pipe (`<(…)`) works too. A file
+/// that cannot be read is a scenario error (65) that says why.
+func readScenario(_ path: String) throws(LifelineError) -> Data {
+    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else {
+        throw .badInput("cannot read scenario file '\(path)': \(String(cString: strerror(errno)))")
+    }
+    var info = stat()
+    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+        close(fd)
+        throw .badInput("cannot read scenario file '\(path)': it is a folder")
+    }
+    let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    do {
+        return try handle.readToEnd() ?? Data()
+    } catch {
+        throw .badInput("cannot read scenario file '\(path)': \(error.localizedDescription)")
     }
 }

@@ -148,6 +148,16 @@ import Testing
                     + "plugins, as in --plugins \(ws.plugins)"), "\(r.stderr)")
     }
 
+    @Test func scenarioThatCannotBeRead_is65_sayingWhy() throws {
+        let ws = try Workspace()
+        let missing = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", ws.path + "/nope.scenario"])
+        #expect(missing.status == 65)
+        #expect(missing.stderr.hasSuffix("/nope.scenario': No such file or directory\n"), "\(missing.stderr)")
+        let folder = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", ws.plugins])
+        #expect(folder.status == 65)
+        #expect(folder.stderr.hasSuffix("': it is a folder\n"), "\(folder.stderr)")
+    }
+
     @Test func invalidPluginToml_failsOnlyItsPlugin_andNotARunWithoutIt() throws {
         let ws = try Workspace()
         try ws.plugin("broken", "", toml: "[config]\nurl = http://x\n")
