@@ -34,7 +34,7 @@ public enum LaneChart {
         lines += chart.pluginRows()
         lines.append(chart.markerRow())
         lines += chart.failures(width: width)
-        lines.append(chart.legend(width: width))
+        lines.append(contentsOf: chart.legend(width: width))
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -247,12 +247,27 @@ public enum LaneChart {
             }
         }
 
-        func legend(width: Int) -> String {
-            let text =
-                "A active i inactive b background s suspended . not running = task ! expiring x expired"
-                + " > never ended | call * log T terminated E error"
-            let cut = LaneChart.safeCut(text, width)
-            return colour ? "\u{1B}[2m\(cut)\u{1B}[0m" : cut
+        /// Every mark the chart uses, wrapped to `width` rather than cut, so none goes unexplained.
+        func legend(width: Int) -> [String] {
+            let items = [
+                "A active", "i inactive", "b background", "s suspended", ". not running", "= task", "! expiring",
+                "x expired", "> never ended", "- budget", "| call (red: budget ends)", "* log", "W warning or watchdog",
+                "E error", "T terminated", "K killed", "m memory warning", "R relaunch", "+ other event",
+            ]
+            var lines: [String] = []
+            var line = ""
+            for item in items {
+                if !line.isEmpty, line.count + 2 + item.count > width {
+                    lines.append(line)
+                    line = ""
+                }
+                line += (line.isEmpty ? "" : "  ") + item
+            }
+            if !line.isEmpty { lines.append(line) }
+            return lines.map { text in
+                let cut = LaneChart.safeCut(text, width)
+                return colour ? "\u{1B}[2m\(cut)\u{1B}[0m" : cut
+            }
         }
     }
 
