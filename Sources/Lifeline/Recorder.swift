@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// One entry of the report's timeline.
@@ -172,10 +173,16 @@ public final class Recorder: Sendable {
     /// lines are checked).
     public func setExpectations(_ list: JSONValue) { state.withLock { $0.expectations = list } }
 
-    /// Records one of `ReportEvents`; debug builds trap on anything else, so a new event or
-    /// field cannot reach reports without the table (and the `expect` checks that use it).
+    /// Whether every recorded event is held to `ReportEvents`: set LIFELINE_CHECK_EVENTS, as
+    /// scripts/test does, so that a new event, field or value cannot reach reports without the
+    /// table (and the `expect` checks that use it). A user's run never stops on it.
+    static let checksEvents = ProcessInfo.processInfo.environment["LIFELINE_CHECK_EVENTS"] != nil
+
+    /// Records one of `ReportEvents` (with LIFELINE_CHECK_EVENTS, anything else traps).
     public func record(_ event: consuming TimelineEvent) {
-        assert(ReportEvents.admits(event), "not in ReportEvents: \(event.json.serialized())")
+        if Self.checksEvents {
+            precondition(ReportEvents.admits(event), "not in ReportEvents: \(event.json.serialized())")
+        }
         observer?(event)
         guard keepsTimeline else { return }
         // Moved into the timeline, not copied: a task event holds several strings.

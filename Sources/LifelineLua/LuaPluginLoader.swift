@@ -137,18 +137,24 @@ public enum LuaPluginLoader {
         guard fm.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .badInput("plugins folder '\(directory)' does not exist or is not a folder")
         }
-        // Pointed at one plugin's folder, the loader would find no plugin in it and run nothing.
-        if fm.fileExists(atPath: (directory.hasSuffix("/") ? directory : directory + "/") + "init.lua") {
-            let holder = parentFolder(of: directory)
-            throw .badInput(
-                "'\(directory)' is a plugin's own folder (it has an init.lua); give the folder that holds "
-                    + "the plugins, as in --plugins \(holder)")
-        }
+        let names: [String]
         do {
-            return try fm.contentsOfDirectory(atPath: directory).sorted().filter { !$0.hasPrefix(".") }
+            names = try fm.contentsOfDirectory(atPath: directory).sorted().filter { !$0.hasPrefix(".") }
         } catch {
             throw .badInput("cannot read plugins folder '\(directory)': \(error.localizedDescription)")
         }
+        // Pointed at one plugin's own folder, the loader would find no plugin in it and run
+        // nothing; a folder of plugins with a stray init.lua beside them is still read.
+        let slash = directory.hasSuffix("/") ? directory : directory + "/"
+        let holdsPlugins = names.contains {
+            fm.fileExists(atPath: slash + $0 + "/init.lua") || fm.fileExists(atPath: slash + $0 + "/plugin.toml")
+        }
+        if fm.fileExists(atPath: slash + "init.lua"), !holdsPlugins {
+            throw .badInput(
+                "'\(directory)' is a plugin's own folder (it has an init.lua); give the folder that holds "
+                    + "the plugins, as in --plugins \(parentFolder(of: directory))")
+        }
+        return names
     }
 
     /// The manifest at `path`, or an empty one when there is no file. Like the plugin's code, it

@@ -3,8 +3,8 @@
 /// which records these and nothing else.
 ///
 /// `expect` lines are checked against it, so a misspelt name fails instead of passing: without
-/// it, `expect no taskExpird` would hold for every run. Debug builds check every recorded event
-/// against it (so the whole test suite does), and a test holds docs/report.md to it.
+/// it, `expect no taskExpird` would hold for every run. The test suite checks every recorded
+/// event against it (`Recorder.checksEvents`), and a test holds docs/report.md to it.
 public enum ReportEvents {
     /// Each event's optional and required fields, in the order the report writes them.
     public static let fields: [String: [String]] = {
