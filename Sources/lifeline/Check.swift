@@ -113,6 +113,12 @@ struct Check: ParsableCommand {
     }
 }
 
+/// Writes lines to stderr at once, made safe for a terminal as `writeLine` does.
+func writeErrorLines(_ lines: [String]) {
+    let text = lines.map { Terminal.safe($0, indent: "    ") + "\n" }.joined()
+    FileHandle.standardError.write(Data(text.utf8))
+}
+
 /// Writes one line to stdout at once (unbuffered: the process may end from another thread), made
 /// safe for a terminal; a line break in it starts an indented continuation line.
 func writeLine(_ line: String) {

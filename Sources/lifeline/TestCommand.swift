@@ -17,8 +17,8 @@ struct TestCommand: ParsableCommand {
             plugin then file order:
               ok   PLUGIN/scenarios/NAME.scenario (0.12 s)
               FAIL PLUGIN/scenarios/NAME.scenario: FILE:LINE: expected …
-                  (more failure lines, indented)
-            then 'N passed, M failed'.
+            then 'N passed, M failed'. A scenario's further failure lines go to
+            stderr, under its name.
 
             A scenario passes when simulate exits 0: with expect lines, every one
             holds and nothing unexpected happened (a termination or a pluginError
@@ -128,6 +128,10 @@ struct TestCommand: ParsableCommand {
                         p.verdicts[index] = verdict
                         while p.printed < files.count, let ready = p.verdicts[p.printed] {
                             writeLine(ready.text)
+                            if !ready.passed && ready.lines.count > 1 {
+                                writeErrorLines(
+                                    ["\(ready.file.display), more:"] + ready.lines.dropFirst().map { "    " + $0 })
+                            }
                             p.printed += 1
                         }
                     }
@@ -296,12 +300,12 @@ private struct Verdict: Sendable {
         return copy
     }
 
-    /// The line `lifeline test` prints.
+    /// The one line `lifeline test` prints on stdout for the scenario: a line break in a failure
+    /// shows as `\n`, so stdout stays a line per scenario. Further failure lines go to stderr.
     var text: String {
         if passed { return "ok   \(file.display) (\(String(format: "%.2f", seconds)) s)" }
-        let headline = "FAIL \(file.display): \(lines.first ?? "failed")"
-        // writeLine indents every line after the first.
-        return ([headline] + lines.dropFirst()).joined(separator: "\n")
+        let first = (lines.first ?? "failed").replacingOccurrences(of: "\n", with: "\\n")
+        return "FAIL \(file.display): \(first)"
     }
 }
 

@@ -76,8 +76,6 @@ private func withoutTimes(_ text: String) -> String {
             "FAIL alpha/scenarios/wrong.scenario: \(p)/alpha/scenarios/wrong.scenario:3: expected taskEnded "
                 + "plugin=alpha expired=false, found none; closest: t=27 taskEnded plugin=alpha task=1 name=work "
                 + "expired=true (expired differs)",
-            "    \(p)/alpha/scenarios/wrong.scenario:4: expected no taskExpiring, found 1: "
-                + "t=27 taskExpiring plugin=alpha task=1 name=work",
             // Lua shortens a long chunk name from the left.
             "FAIL beta/scenarios/crash.scenario: plugin error in beta at t=2: …/beta/init.lua:1: boom <&> \"x\"",
             "FAIL beta/scenarios/unread.scenario: \(p)/beta/scenarios/unread.scenario:2: after 'expect outcome' "
@@ -87,6 +85,11 @@ private func withoutTimes(_ text: String) -> String {
         ]
         let crash = #/(plugin error in beta at t=2: ).*(/beta/init.lua:1: )/#
         #expect(lines.map { $0.replacing(crash) { $0.output.1 + "…" + $0.output.2 } } == expected)
+        // The failures after the first go to stderr, under the scenario's name.
+        #expect(
+            r.stderr.contains(
+                "alpha/scenarios/wrong.scenario, more:\n    \(p)/alpha/scenarios/wrong.scenario:4: expected no "
+                    + "taskExpiring, found 1: t=27 taskExpiring plugin=alpha task=1 name=work\n"), "\(r.stderr)")
         #expect(
             r.stdout.range(
                 of: #"ok   alpha/scenarios/pass.scenario \([0-9]+\.[0-9]{2} s\)\n"#, options: .regularExpression)
