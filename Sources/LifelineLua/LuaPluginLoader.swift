@@ -88,6 +88,16 @@ public enum LuaPluginLoader {
         return result
     }
 
+    /// The names of the Lua plugins in `directory` (its subfolders with an init.lua), read without
+    /// their manifests.
+    public static func luaPluginNames(in directory: String) throws(LifelineError) -> [String] {
+        try subfolders(of: directory).filter { name in
+            var info = stat()
+            let path = (directory.hasSuffix("/") ? directory : directory + "/") + name + "/init.lua"
+            return lstat(path, &info) == 0 || (errno != ENOENT && errno != ENOTDIR)
+        }
+    }
+
     /// A plugin that fails to load with `message` (exit 65 in simulate and check; skipped by run).
     public static func failing(_ name: String, _ kind: PluginKind, _ message: String) -> PluginDescriptor {
         PluginDescriptor(name: name, kind: kind) { () throws(LifelineError) -> any PluginInstance in
@@ -120,10 +130,8 @@ public enum LuaPluginLoader {
     /// Every key of the Lua plugins' [config] tables in `directory`.
     public static func configKeys(in directory: String) throws(LifelineError) -> Set<String> {
         var keys: Set<String> = []
-        for name in try subfolders(of: directory) {
+        for name in try luaPluginNames(in: directory) {
             let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
-            var info = stat()
-            guard lstat(folder + "/init.lua", &info) == 0 else { continue }
             // A manifest that cannot be read has no keys; its plugin fails to load on its own.
             guard let manifest = try? readManifest(folder + "/plugin.toml", in: folder) else { continue }
             for entry in manifest.config.entries { keys.insert(entry.key) }

@@ -54,19 +54,14 @@ enum Terminal {
     /// acting, so a plugin cannot recolour, retitle or rewrite the operator's screen; each line
     /// break is followed by `indent`, so a plugin's second line never passes for one of the host's.
     static func safe(_ text: String, indent: String = "") -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
+        text.replacingScalars { scalar in
             let v = scalar.value
-            if scalar == "\n" {
-                out += "\n" + indent
-            } else if (v < 0x20 && scalar != "\t") || (v >= 0x7F && v < 0xA0) {
-                out += "\\u{" + String(v, radix: 16, uppercase: true) + "}"
-            } else {
-                out.unicodeScalars.append(scalar)
+            if scalar == "\n" { return "\n" + indent }
+            if (v < 0x20 && scalar != "\t") || (v >= 0x7F && v < 0xA0) {
+                return "\\u{" + String(v, radix: 16, uppercase: true) + "}"
             }
+            return nil
         }
-        return out
     }
 
     /// Colour only on a terminal, and never when NO_COLOR is set (no-color.org).

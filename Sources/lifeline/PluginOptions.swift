@@ -45,9 +45,9 @@ struct PluginOptions: ParsableArguments {
     /// folder (65 at its line), and joins an `--only` selection, as in `lifeline test`.
     func descriptors(for scenario: Scenario? = nil) throws(LifelineError) -> [PluginDescriptor] {
         let requests = try LuaPluginLoader.swiftPluginRequests(in: plugins)
-        let luaFolders = try LuaPluginLoader.descriptors(in: plugins).map(\.name)
         let overrides = try configOverrides(
-            pluginNames: Set(luaFolders), swiftNames: Set(requests.flatMap { [$0.folder, $0.swiftName] }))
+            pluginNames: Set(try LuaPluginLoader.luaPluginNames(in: plugins)),
+            swiftNames: Set(requests.flatMap { [$0.folder, $0.swiftName] }))
         var all: [(folder: String, descriptor: PluginDescriptor)] = try LuaPluginLoader.descriptors(
             in: plugins, configOverrides: overrides
         ).map { ($0.name, $0) }
@@ -96,6 +96,7 @@ struct PluginOptions: ParsableArguments {
         pluginNames: Set<String>, swiftNames: Set<String>
     ) throws(LifelineError) -> [LuaPluginLoader.ConfigOverride] {
         var result: [LuaPluginLoader.ConfigOverride] = []
+        var configKeys: Set<String>?  // read once, and only for a dotted key
         for item in config {
             guard let eq = item.firstIndex(of: "=") else { continue }
             var key = item[..<eq].trimmingCharacters(in: .whitespaces)
@@ -106,16 +107,19 @@ struct PluginOptions: ParsableArguments {
                 key = String(key[key.index(after: dot)...])
             }
             guard !key.isEmpty else { throw .usage("--config '\(item)' has no key") }
-            if plugin == nil, let dot = key.firstIndex(of: "."),
-                !(try LuaPluginLoader.configKeys(in: plugins)).contains(key)
-            {
-                let prefix = String(key[..<dot])
-                if swiftNames.contains(prefix) {
-                    throw .usage("--config '\(item)': '\(prefix)' is a Swift plugin, which has no [config]")
+            if plugin == nil, let dot = key.firstIndex(of: ".") {
+                if configKeys == nil { configKeys = try LuaPluginLoader.configKeys(in: plugins) }
+                if configKeys?.contains(key) != true {
+                    let prefix = String(key[..<dot])
+                    if swiftNames.contains(prefix) {
+                        throw .usage("--config '\(item)': '\(prefix)' is a Swift plugin, which has no [config]")
+                    }
+                    var message = "--config '\(item)': no Lua plugin named '\(prefix)' in '\(plugins)'"
+                    if !pluginNames.isEmpty {
+                        message += " (its Lua plugins: \(pluginNames.sorted().joined(separator: ", ")))"
+                    }
+                    throw .usage(message)
                 }
-                var message = "--config '\(item)': no Lua plugin named '\(prefix)' in '\(plugins)'"
-                if !pluginNames.isEmpty { message += " (its Lua plugins: \(pluginNames.sorted().joined(separator: ", ")))" }
-                throw .usage(message)
             }
             result.append(.init(plugin: plugin, key: key, value: PluginOptions.value(valueText)))
         }

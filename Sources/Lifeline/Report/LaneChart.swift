@@ -275,13 +275,11 @@ public enum LaneChart {
     /// included) and characters outside Latin scripts, which a terminal may draw two columns wide
     /// or not at all, become `?`.
     static func safe(_ text: String) -> String {
-        var out = String.UnicodeScalarView()
-        for s in text.unicodeScalars {
+        text.replacingScalars { s in
             let v = s.value
             let printable = (v >= 0x20 && v < 0x7F) || (v >= 0xA0 && v < 0x300) || v == 0x2026
-            out.append(printable ? s : "?")
+            return printable ? nil : "?"
         }
-        return String(out)
     }
 
     /// `safe(text)` cut to `width` characters.

@@ -46,41 +46,35 @@ public enum ReportPage {
     /// Text for HTML content and attribute values. `/` is escaped too, so that nothing in the page
     /// reads as an address (a report's URLs included) and no `</` can close an element.
     static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for ch in text.unicodeScalars {
+        text.replacingScalars { ch in
             switch ch {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            case "/": out += "&#47;"
-            case _ where ch.value < 0x20 && ch != "\n" && ch != "\t": out += "\u{FFFD}"
-            default: out.unicodeScalars.append(ch)
+            case "&": "&amp;"
+            case "<": "&lt;"
+            case ">": "&gt;"
+            case "\"": "&quot;"
+            case "'": "&#39;"
+            case "/": "&#47;"
+            case _ where ch.value < 0x20 && ch != "\n" && ch != "\t": "\u{FFFD}"
+            default: nil
             }
         }
-        return out
     }
 
     /// JSON that can sit inside a `<script>` element: `<`, `>`, `&`, `/` and the two line separators
     /// JavaScript once treated as line ends become `\u` escapes, which only ever occur inside
     /// JSON strings, so the value parses back unchanged.
     static func scriptSafe(_ json: String) -> String {
-        var out = ""
-        out.reserveCapacity(json.utf8.count)
-        for ch in json.unicodeScalars {
+        json.replacingScalars { ch in
             switch ch {
-            case "<": out += "\\u003c"
-            case ">": out += "\\u003e"
-            case "&": out += "\\u0026"
-            case "/": out += "\\/"
-            case "\u{2028}": out += "\\u2028"
-            case "\u{2029}": out += "\\u2029"
-            default: out.unicodeScalars.append(ch)
+            case "<": "\\u003c"
+            case ">": "\\u003e"
+            case "&": "\\u0026"
+            case "/": "\\/"
+            case "\u{2028}": "\\u2028"
+            case "\u{2029}": "\\u2029"
+            default: nil
             }
         }
-        return out
     }
 
     private static func section(_ run: RenderedRun, _ lanes: RunLanes, index: Int) -> String {

@@ -291,17 +291,16 @@ extension Expectation {
                             || "_-.:/@+".unicodeScalars.contains($0))
                 }
             if plain { return s }
-            var out = "\""
-            for c in s {
+            let escaped = s.replacingScalars { c in
                 switch c {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\t": out += "\\t"
-                default: out.append(c)
+                case "\"": "\\\""
+                case "\\": "\\\\"
+                case "\n": "\\n"
+                case "\t": "\\t"
+                default: nil
                 }
             }
-            return out + "\""
+            return "\"" + escaped + "\""
         case .array, .object:
             let text = value.serialized()
             return text.count > valueWidth ? String(text.prefix(valueWidth)) + "…" : text
