@@ -153,7 +153,7 @@ extension LuaModule {
         default: return typeError(L, 2, fname, "table")
         }
         guard let (_, context) = context(L) else { return 0 }
-        do throws(LifelineHost.QueueError) {
+        do throws(QueueError) {
             _ = try context.queue(name, maxConcurrent: maxConcurrent)
         } catch {
             return argError(L, 1, fname, error.message)

@@ -88,7 +88,7 @@ private func finished(
     let seen = Shared<[String]>([])
     let plugin = swiftPlugin("p") { context in
         for (name, limit) in [("q", 0), ("", 1), ("q", 1), ("q", 2)] as [(String, Int)] {
-            do throws(LifelineHost.QueueError) {
+            do throws(QueueError) {
                 let q = try context.queue(name, maxConcurrent: limit)
                 seen.append("'\(name)' \(limit): got maxConcurrent \(q.maxConcurrent)")
             } catch {
@@ -729,7 +729,7 @@ private func finished(
     }
     let second = swiftPlugin("p2") { context in
         context.on(.didFinishLaunching) { _ in
-            do throws(LifelineHost.QueueError) {
+            do throws(QueueError) {
                 _ = try context.queue("shared", maxConcurrent: 3)
                 seen.append("p2 got it with maxConcurrent 3")
             } catch {

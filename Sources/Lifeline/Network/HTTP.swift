@@ -195,6 +195,13 @@ public struct NetworkPermissions: Equatable, Sendable {
         self.patterns = patterns
     }
 
+    /// Why a plugin may not reach `host`:`port`, and the line of plugin.toml that would let it.
+    static func denial(plugin: String, host: String, port: Int) -> String {
+        let hostPort = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        return "plugin '\(plugin)' may not reach \(hostPort): list it in the plugin's plugin.toml under "
+            + "[permissions] network, as in network = [\"\(hostPort)\"]"
+    }
+
     private static func split(_ pattern: String) -> (host: String, port: String?) {
         // An IPv6 literal in brackets keeps its colons.
         if pattern.hasPrefix("["), let close = pattern.firstIndex(of: "]") {

@@ -90,14 +90,8 @@ final class NetworkSession {
             return finish(id, .failure(HTTPFailure(.connect, "'\(request.url)' is not an http:// or https:// URL")))
         }
         guard exchange.permissions.allows(host: url.host, port: url.port) else {
-            let hostPort = url.host.contains(":") ? "[\(url.host)]:\(url.port)" : "\(url.host):\(url.port)"
-            return finish(
-                id,
-                .failure(
-                    HTTPFailure(
-                        .notPermitted,
-                        "plugin '\(exchange.plugin)' may not reach \(hostPort): list it in the plugin's plugin.toml "
-                            + "under [permissions] network, as in network = [\"\(hostPort)\"]")))
+            let denial = NetworkPermissions.denial(plugin: exchange.plugin, host: url.host, port: url.port)
+            return finish(id, .failure(HTTPFailure(.notPermitted, denial)))
         }
         exchange.hop += 1
         let hop = exchange.hop

@@ -8,7 +8,8 @@ import Logging
 /// It is `@unchecked Sendable` so that a Swift plugin's async code (`task`) can carry it; it is
 /// still main-executor only, which `HostTaskExecutor` ensures for code that runs in `task`.
 public final class PluginContext: @unchecked Sendable {
-    unowned let host: LifelineHost
+    /// The host's components this context calls: never the host itself.
+    let parts: HostParts
     /// The plugin's name.
     public let pluginName: String
     /// The plugin's index in this launch's load order.
@@ -25,87 +26,91 @@ public final class PluginContext: @unchecked Sendable {
     var nextSwiftTaskID = 1
     /// Runs this plugin's async code on the main executor, under the watchdog.
     public private(set) lazy var taskExecutor: HostTaskExecutor = {
-        // Weak: tasks keep their executor, and must not keep the host or the context alive.
+        // Weak: tasks keep their executor, and must not keep the host's parts or the context alive.
         final class Owners: @unchecked Sendable {
-            weak var host: LifelineHost?
+            weak var slices: SwiftSlices?
             weak var context: PluginContext?
         }
         let owners = Owners()
-        owners.host = host
+        owners.slices = parts.slices
         owners.context = self
-        return HostTaskExecutor(clock: clock, queue: host.swiftSlices) { slice in
-            guard let host = owners.host, let context = owners.context else { return slice() }
-            host.runSwiftSlice(context, slice)
+        return HostTaskExecutor(clock: clock, queue: parts.slices.pending) { slice in
+            guard let slices = owners.slices, let context = owners.context else { return slice() }
+            slices.run(context, slice)
         }
     }()
 
-    init(host: LifelineHost, pluginName: String, index: Int, generation: Int) {
-        self.host = host
+    init(parts: HostParts, pluginName: String, index: Int, generation: Int) {
+        self.parts = parts
         self.pluginName = pluginName
         self.index = index
         self.generation = generation
-        self.clock = host.executor.clock
-        var logger = host.pluginLogger(pluginName)
-        logger.logLevel = host.logger.logLevel
+        let session = parts.session
+        self.clock = session.executor.clock
+        var logger = parts.pluginLogger(pluginName)
+        logger.logLevel = parts.logLevel
         // Every line the plugin writes is also a `log` event of the report, at the host's time.
-        self.logger = HostLogHandler.wrap(logger, now: { [unowned host] in host.now }) {
-            [unowned host] level, message in
-            host.recordLog(plugin: pluginName, level: level, message: message)
+        self.logger = HostLogHandler.wrap(logger, now: { [unowned session] in session.now }) {
+            [unowned session] level, message in
+            session.record(
+                "log", ("plugin", .string(pluginName)), ("level", .string(level.reportName)),
+                ("message", .string(message)))
         }
     }
 
-    var isCurrent: Bool { host.isCurrent(self) }
+    private var session: AppSession { parts.session }
+    var isCurrent: Bool { session.isCurrent(self) }
 
     /// Whether the host keeps every event for the report (simulate, `run --report`): then the
     /// events a plugin causes count against its memory cap.
-    public var reportKeepsEvents: Bool { host.recorder.keepsTimeline }
+    public var reportKeepsEvents: Bool { session.recorder.keepsTimeline }
 
     /// Subscribes a handler that reports its own outcome (the bridge's form; Swift plugins use
     /// `on(_:perform:)`). Returns a subscription id for `cancelSubscription`.
     @discardableResult
     public func subscribe(_ event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
         guard isCurrent else { return 0 }
-        return host.subscribe(self, event: event, handler: handler)
+        return parts.subscriptions.subscribe(plugin: index, event: event, handler: handler)
     }
 
     /// Cancels a subscription; harmless if it is gone already.
-    public func cancelSubscription(_ id: Int) { if isCurrent { host.unsubscribe(id) } }
+    public func cancelSubscription(_ id: Int) { if isCurrent { parts.subscriptions.unsubscribe(id) } }
 
     /// T1: begins a background task. Returns its id (> 0), or 0 if the app is not running it.
     public func beginBackgroundTask(name: String?, expirationHandler: PluginCallback?) -> Int {
         guard isCurrent else { return 0 }
-        return host.beginBackgroundTask(self, name: name, expirationHandler: expirationHandler)
+        return parts.tasks.begin(self, name: name, expirationHandler: expirationHandler)
     }
 
     /// T6: ends a background task. Returns false, with iOS's warning, if it is unknown or ended.
     @discardableResult
     public func endBackgroundTask(_ id: Int) -> Bool {
         guard isCurrent else { return false }
-        return host.endBackgroundTask(self, id: id)
+        return parts.tasks.end(self, id: id)
     }
 
     /// T2: seconds of background time left; `.greatestFiniteMagnitude` in the foreground.
-    public var backgroundTimeRemaining: Double { host.backgroundTimeRemaining }
+    public var backgroundTimeRemaining: Double { parts.tasks.backgroundTimeRemaining }
 
     /// The app's state: inactive, active or background.
-    public var state: AppState { host.visibleState }
+    public var state: AppState { session.visibleState }
 
     /// Seconds since the host started, on the host's clock.
-    public var now: Double { host.now.seconds }
+    public var now: Double { session.now.seconds }
 
     /// Seconds since 1970 on the host's clock: virtual in simulate (from a fixed epoch), real in run.
-    public var epochNow: Double { host.epochAtStart + host.now.seconds }
+    public var epochNow: Double { parts.epochAtStart + session.now.seconds }
 
     /// A one-shot timer whose callback reports its own outcome (the bridge's form; Swift plugins
     /// use `after(_:perform:)`). Returns its id for `cancelTimer`.
     @discardableResult
     public func startTimer(after seconds: Double, callback: @escaping PluginCallback) -> Int {
         guard isCurrent else { return 0 }
-        return host.startTimer(self, after: seconds, callback: callback)
+        return parts.timers.start(plugin: index, after: seconds, callback: callback)
     }
 
     /// Cancels a timer; harmless if it fired or was cancelled already.
-    public func cancelTimer(_ id: Int) { if isCurrent { host.cancelTimer(id) } }
+    public func cancelTimer(_ id: Int) { if isCurrent { parts.timers.cancel(id) } }
 
     // MARK: - Waiting: the forms the bridge builds on; Swift code uses the async API.
 
@@ -113,7 +118,7 @@ public final class PluginContext: @unchecked Sendable {
     /// app ends first. Returns an id for `cancelWait` (0 if the app is not running).
     public func sleep(_ seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
         guard isCurrent else { return 0 }
-        return host.sleep(self, seconds: seconds, completion: completion)
+        return parts.waits.sleep(plugin: index, seconds: seconds, completion: completion)
     }
 
     /// Starts an HTTP request under the plugin's network permissions; `completion` is called once,
@@ -123,33 +128,34 @@ public final class PluginContext: @unchecked Sendable {
         _ request: HTTPRequest, completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
     ) -> Int {
         guard isCurrent else { return 0 }
-        return host.http(self, request, completion: completion)
+        return parts.waits.http(
+            self, permissions: session.plugins[index].network, request, completion: completion)
     }
 
     /// Stops a wait: its completion is not called. For a request, `recording` is the outcome the
     /// report shows (`expired`, `cancelled`). Harmless if the wait is over.
     public func cancelWait(_ id: Int, recording kind: HTTPFailure.Kind? = nil) {
-        host.cancelWait(id, recording: kind)
+        parts.waits.cancel(id, recording: kind)
     }
 
     /// Runs `callback` on the next turn of the main executor, under the watchdog (the bridge
     /// resumes coroutines this way). Dropped if the app has ended by then.
     public func enqueue(handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
         guard isCurrent else { return }
-        host.enqueue(self, handler: handler, limit: limit, callback)
+        parts.caller.enqueue(self, handler: handler, limit: limit, callback)
     }
 
     /// Records a `pluginError` for an error the host did not catch itself (in a coroutine it resumed).
     public func reportError(message: String, traceback: String, handler: String) {
         guard isCurrent else { return }
-        host.reportError(self, message: message, traceback: traceback, handler: handler)
+        parts.caller.recordPluginError(self, message: message, traceback: traceback, handler: handler)
     }
 
     /// The plugin's durable store. It lives in the state dir's database, so it outlives
     /// this launch of the app and the host. Throws when the host has no state dir.
     public func store() throws(StoreError) -> PluginStore {
         guard isCurrent else { throw StoreError("the app is not running, so the store cannot be used") }
-        return try host.store(self)
+        return try parts.stores.store(for: pluginName)
     }
 
     // MARK: - Background transfers
@@ -163,7 +169,7 @@ public final class PluginContext: @unchecked Sendable {
         -> String
     {
         guard isCurrent else { throw TransferError("the app is not running") }
-        return try host.startTransfer(
+        return try parts.transfers.start(
             self, kind: .download, method: "GET", url: url, file: file, sha256: sha256, tag: id)
     }
 
@@ -177,13 +183,13 @@ public final class PluginContext: @unchecked Sendable {
         guard method == "PUT" || method == "POST" else {
             throw TransferError("an upload's method must be PUT or POST, not '\(method)'")
         }
-        return try host.startTransfer(self, kind: .upload, method: method, url: url, file: file, sha256: nil, tag: id)
+        return try parts.transfers.start(self, kind: .upload, method: method, url: url, file: file, sha256: nil, tag: id)
     }
 
     /// The plugin's transfers, oldest first, finished ones included.
     public func transfers() throws(TransferError) -> [TransferRecord] {
         guard isCurrent else { throw TransferError("the app is not running") }
-        return try host.listTransfers(self)
+        return try parts.transfers.list(self)
     }
 
     /// Cancels an unfinished transfer: `transferDidFail` follows with reason `cancelled`. False if
@@ -191,9 +197,9 @@ public final class PluginContext: @unchecked Sendable {
     @discardableResult
     public func cancelTransfer(_ id: String) throws(TransferError) -> Bool {
         guard isCurrent else { throw TransferError("the app is not running") }
-        return try host.cancelTransfer(self, id: id)
+        return try parts.transfers.cancel(self, id: id)
     }
 
     /// The profile's limits, for the bridge's timing rules.
-    public var profile: Profile { host.profile }
+    public var profile: Profile { session.profile }
 }

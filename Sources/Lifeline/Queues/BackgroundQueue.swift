@@ -105,7 +105,7 @@ public struct BackgroundQueue {
 
     private func make(_ operation: Operation) -> QueueOperation {
         let op = QueueOperation(
-            id: context.host.makeOperationID(), name: operation.name, timeout: operation.timeout,
+            id: context.parts.queues.makeOperationID(), name: operation.name, timeout: operation.timeout,
             finishesWhenCodeEnds: operation.finishesWhenCodeEnds, context: context, onTimeout: nil,
             body: operation.makeBody())
         if let onTimeout = operation.onTimeout {
@@ -117,16 +117,16 @@ public struct BackgroundQueue {
 
 extension PluginContext {
     /// The queue called `name`, shared by every plugin of the host; made on first use, serial
-    /// unless `maxConcurrent` says otherwise. Throws `LifelineHost.QueueError` when `maxConcurrent`
+    /// unless `maxConcurrent` says otherwise. Throws `QueueError` when `maxConcurrent`
     /// is below 1, or differs from the existing queue's.
-    public func queue(_ name: String, maxConcurrent: Int? = nil) throws(LifelineHost.QueueError) -> BackgroundQueue {
-        BackgroundQueue(core: try host.queue(named: name, maxConcurrent: maxConcurrent), context: self)
+    public func queue(_ name: String, maxConcurrent: Int? = nil) throws(QueueError) -> BackgroundQueue {
+        BackgroundQueue(core: try parts.queues.queue(named: name, maxConcurrent: maxConcurrent), context: self)
     }
 
     /// The global queue (`lifeline.queue.background` in Lua).
     public var backgroundQueue: BackgroundQueue {
         // Cannot throw: the name is not empty and no maxConcurrent is asked for.
-        BackgroundQueue(core: try! host.queue(named: HostQueue.backgroundName, maxConcurrent: nil), context: self)
+        BackgroundQueue(core: try! parts.queues.queue(named: HostQueue.backgroundName, maxConcurrent: nil), context: self)
     }
 
     /// Backgroundable's `inTheBackground { }`: synchronous code on the global queue.
@@ -135,13 +135,13 @@ extension PluginContext {
         backgroundQueue.addOperation { _ in try body() }
     }
 
-    /// Runs plugin code now under a watchdog window of its own (see `LifelineHost.callNow`).
+    /// Runs plugin code now under a watchdog window of its own (see `GuardedCaller.callNow`).
     public func callNow(handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
-        host.callNow(self, handler: handler, limit: limit, callback)
+        parts.caller.callNow(self, handler: handler, limit: limit, callback)
     }
 
     /// A new operation id, unique for the host's life.
-    public func makeOperationID() -> Int { host.makeOperationID() }
+    public func makeOperationID() -> Int { parts.queues.makeOperationID() }
 }
 
 extension QueueOperation {

@@ -1,137 +1,15 @@
-/// Operation queues: Backgroundable's queues, on the host's executor and budgets.
-///
-/// A queue runs operations in the order they were added, at most `maxConcurrent` at once. While it
-/// has running operations, or pending ones it may start, it holds exactly one background task: it
-/// begins when work goes from none to some and ends when the queue drains. When that task expires
-/// the queue stops starting operations, stops the running ones, and ends its task so the app can
-/// suspend; the pending ones run again once the app is back in the foreground.
-///
-/// Queues belong to the host, by name, so plugins in Lua and in Swift can share one. They live for
-/// one launch of the app.
-///
-/// Threading: main executor only.
-
-/// What `add` does when an operation with the same name is pending or running.
-public enum UniquenessPolicy: String, Sendable, CaseIterable {
-    /// Names do not matter: add it.
-    case ignore
-    /// Drop the new operation.
-    case drop
-    /// Cancel the old one; the new one takes its place.
-    case replace
-}
-
-/// The events a queue tells its delegates about.
-public enum QueueEvent: String, Sendable, CaseIterable {
-    /// The queue goes from idle to working: before its first operation starts.
-    case willStartOperations
-    /// The queue drained: after its last operation finished, before its task ends.
-    case didFinishOperations
-}
-
-/// What runs an operation's code: the Lua bridge's coroutine, or a Swift closure.
-public protocol QueueOperationBody: AnyObject {
-    /// Starts the code. Called on a job of the main executor, outside any plugin code. The body
-    /// calls `operation.codeEnded(failed:)` once the code is done.
-    func start(_ operation: QueueOperation)
-    /// The operation was cancelled, timed out or expired while its code runs: ask it to stop. The
-    /// body still calls `codeEnded` when the code is done.
-    func stop(_ operation: QueueOperation, because reason: QueueOperation.StopReason)
-    /// The operation finished (whether or not it started): release what the body holds.
-    func finished(_ operation: QueueOperation)
-}
-
-/// One operation of a queue. Main executor only (`@unchecked Sendable` so async code there can
-/// carry it).
-public final class QueueOperation: @unchecked Sendable {
-    public enum State: Sendable { case pending, running, finished }
-    public enum StopReason: Sendable { case cancelled, timedOut, expired }
-
-    /// Unique for the host's life.
-    public let id: Int
-    public let name: String?
-    /// Seconds after it starts at which it is finished and stopped; `.infinity`: never.
-    public let timeout: Double
-    /// Whether it finishes when its code ends; false: only `finish()` (or a stop) finishes it,
-    /// like Backgroundable's `AsyncOperation`.
-    public let finishesWhenCodeEnds: Bool
-    /// The plugin that added it.
-    public let context: PluginContext
-    /// Plugin code called when the timeout passes, before the operation is stopped.
-    public var onTimeout: PluginCallback?
-    var body: (any QueueOperationBody)?
-    weak var queue: HostQueue?
-
-    public private(set) var state: State = .pending
-    /// Whether it was told to stop: cancelled, timed out or expired.
-    public var isCancelled: Bool { stopReason != nil }
-    /// Why it was told to stop, if it was.
-    public private(set) var stopReason: StopReason?
-    /// Whether its code raised.
-    public private(set) var failed = false
-    public var isFinished: Bool { state == .finished }
-
-    /// In a sequence: the operation that must finish before this one starts.
-    var predecessor: QueueOperation?
-    var codeRunning = false
-    var timeoutJob: MainExecutor.JobID?
-    private var observers: [() -> Void] = []
-
-    public init(
-        id: Int, name: String?, timeout: Double, finishesWhenCodeEnds: Bool, context: PluginContext,
-        onTimeout: PluginCallback?, body: any QueueOperationBody
-    ) {
-        self.id = id
-        self.name = name
-        self.timeout = timeout
-        self.finishesWhenCodeEnds = finishesWhenCodeEnds
-        self.context = context
-        self.onTimeout = onTimeout
-        self.body = body
-    }
-
-    /// Finishes it now; harmless once finished. Its code, if it still runs, is not stopped.
-    @discardableResult
-    public func finish() -> Bool {
-        guard state != .finished else { return false }
-        queue?.finished(self)
-        return true
-    }
-
-    /// Cancels it: a pending one finishes at once, a running one is asked to stop.
-    public func cancel() { queue?.stop(self, .cancelled) }
-
-    /// Called by the body when the code is done.
-    public func codeEnded(failed: Bool) {
-        guard codeRunning else { return }
-        codeRunning = false
-        if failed { self.failed = true }
-        if state == .running && (finishesWhenCodeEnds || stopReason != nil || failed) { queue?.finished(self) }
-    }
-
-    /// Calls `observer` once it has finished (at once if it has).
-    public func whenFinished(_ observer: @escaping () -> Void) {
-        if state == .finished { observer() } else { observers.append(observer) }
-    }
-
-    fileprivate func markRunning() {
-        state = .running
-        codeRunning = true
-    }
-
-    fileprivate func markStopped(_ reason: StopReason) { if stopReason == nil { stopReason = reason } }
-
-    fileprivate func markFinished() {
-        state = .finished
-        predecessor = nil
-        let body = self.body
-        self.body = nil
-        body?.finished(self)
-        let observers = self.observers
-        self.observers.removeAll()
-        for observer in observers { observer() }
-    }
-}
+// Operation queues: Backgroundable's queues, on the host's executor and budgets.
+//
+// A queue runs operations in the order they were added, at most `maxConcurrent` at once. While it
+// has running operations, or pending ones it may start, it holds exactly one background task: it
+// begins when work goes from none to some and ends when the queue drains. When that task expires
+// the queue stops starting operations, stops the running ones, and ends its task so the app can
+// suspend; the pending ones run again once the app is back in the foreground.
+//
+// Queues belong to the host, by name, so plugins in Lua and in Swift can share one. They live for
+// one launch of the app.
+//
+// Threading: main executor only.
 
 /// A named queue of the host.
 public final class HostQueue {
@@ -146,7 +24,9 @@ public final class HostQueue {
 
     public let name: String
     public let maxConcurrent: Int
-    unowned let host: LifelineHost
+    private let session: AppSession
+    /// Ends a background task the queue began.
+    private let endBackgroundTask: (Int) -> Void
 
     /// Pending operations in order; entries before `head`, and finished ones, are spent.
     private var pending: [QueueOperation] = []
@@ -165,10 +45,11 @@ public final class HostQueue {
     private var announced = false
     private var delegates: [(event: QueueEvent, context: PluginContext, callback: PluginCallback)] = []
 
-    init(name: String, maxConcurrent: Int, host: LifelineHost) {
+    init(name: String, maxConcurrent: Int, session: AppSession, endBackgroundTask: @escaping (Int) -> Void) {
         self.name = name
         self.maxConcurrent = maxConcurrent
-        self.host = host
+        self.session = session
+        self.endBackgroundTask = endBackgroundTask
     }
 
     /// Pending and running operations.
@@ -192,12 +73,12 @@ public final class HostQueue {
         if unique != .ignore, let name = op.name, let old = live(named: name) {
             if unique == .drop {
                 op.queue = self
-                host.recordEvent(
+                session.record(
                     "opDropped", fields(op) + [("existing", .int(Int64(old.id)))])
                 op.markFinished()
                 return .dropped(existing: old)
             }
-            host.recordEvent("opReplaced", fields(op) + [("replaced", .int(Int64(old.id)))])
+            session.record("opReplaced", fields(op) + [("replaced", .int(Int64(old.id)))])
             if old.state == .pending, let i = pendingIndex(of: old) {
                 // It waits in the old one's place, and in its sequence.
                 op.queue = self
@@ -206,7 +87,7 @@ public final class HostQueue {
                 pending[i] = op
                 old.markStopped(.cancelled)
                 old.markFinished()
-                host.recorder.record(event("opFinished", old, finished: true))
+                session.recorder.record(event("opFinished", old, finished: true))
                 ensureTask(op.context)
                 schedulePump()
                 return .added
@@ -320,7 +201,7 @@ public final class HostQueue {
         case .pending: pendingCount -= 1
         case .running:
             running.removeAll { $0 === op }
-            if let job = op.timeoutJob { host.executor.cancel(job) }
+            if let job = op.timeoutJob { session.executor.cancel(job) }
         }
         conclude(op)
         schedulePump()
@@ -328,7 +209,7 @@ public final class HostQueue {
 
     private func conclude(_ op: QueueOperation) {
         op.markFinished()
-        host.recorder.record(event("opFinished", op, finished: true))
+        session.recorder.record(event("opFinished", op, finished: true))
     }
 
     /// The queue's task expired (T3): stop starting, stop what runs; the task ends once it stopped.
@@ -378,7 +259,7 @@ public final class HostQueue {
     private func schedulePump() {
         guard !pumpScheduled, !pumping else { return }
         pumpScheduled = true
-        host.scheduleAppJob { [weak self] in self?.pump() }
+        session.scheduleAppJob { [weak self] in self?.pump() }
     }
 
     /// One turn of the queue: starts what it may, tells the delegates, ends the task when done.
@@ -387,7 +268,7 @@ public final class HostQueue {
         if !announced && canStart && pendingCount > 0 {
             announced = true
             notify(.willStartOperations)
-            guard host.isRunning else { return }
+            guard session.isRunning else { return }
         }
         // Operations that finish at once (synchronous code) run in one turn, a batch at a time, so
         // other jobs still get their turns between batches.
@@ -396,7 +277,7 @@ public final class HostQueue {
         while canStart, started < HostQueue.batch, let op = nextStartable() {
             start(op)
             started += 1
-            guard host.isRunning else {
+            guard session.isRunning else {
                 pumping = false
                 return
             }
@@ -424,12 +305,12 @@ public final class HostQueue {
         guard taskID != 0 else { return }
         let id = taskID
         taskID = 0
-        host.endQueueTask(id)
+        endBackgroundTask(id)
     }
 
     private func notify(_ event: QueueEvent) {
         for delegate in delegates where delegate.event == event {
-            guard host.isRunning else { return }
+            guard session.isRunning else { return }
             delegate.context.callNow(handler: "queue '\(name)' \(event.rawValue)", limit: .transition, delegate.callback)
         }
     }
@@ -474,12 +355,12 @@ public final class HostQueue {
         op.markRunning()
         running.append(op)
         ensureTask(op.context)
-        host.recorder.record(event("opStarted", op))
-        let startedAt = host.now
+        session.recorder.record(event("opStarted", op))
+        let startedAt = session.now
         op.body?.start(op)
         // Only an operation still running needs its timeout: most synchronous ones are done.
         if op.state == .running && op.timeout.isFinite {
-            op.timeoutJob = host.scheduleAppJob(at: startedAt.adding(seconds: op.timeout)) {
+            op.timeoutJob = session.scheduleAppJob(at: startedAt.adding(seconds: op.timeout)) {
                 [weak self, weak op] in
                 guard let self, let op else { return }
                 timedOut(op)
@@ -513,7 +394,7 @@ public final class HostQueue {
     /// `opStarted`, or `opFinished` with how it finished.
     private func event(_ name: String, _ op: QueueOperation, finished: Bool = false) -> TimelineEvent {
         .operation(
-            time: host.now, event: name, plugin: op.context.pluginName, queue: self.name, op: op.id, name: op.name,
+            time: session.now, event: name, plugin: op.context.pluginName, queue: self.name, op: op.id, name: op.name,
             finished: finished
                 ? TimelineEvent.OperationEnding(
                     timedOut: op.stopReason == .timedOut, cancelled: op.stopReason == .cancelled,

@@ -1,13 +1,6 @@
 import Foundation
 import GRDB
 
-/// Why a store call failed; the message says what to do about it.
-public struct StoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
 /// One plugin's durable key-value store: `lifeline.store` in Lua, `context.store` in Swift.
 ///
 /// - Values are JSON values: strings, numbers, booleans, and tables (arrays and objects) of them.

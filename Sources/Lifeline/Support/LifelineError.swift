@@ -35,3 +35,18 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
 
     public var description: String { message }
 }
+
+/// Why the host refused a plugin's call: to its store, its transfers or a queue. The message is
+/// what the plugin sees (Lua raises it as the call's error), so it says what to change.
+public struct PluginCallError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A store call the host refused.
+public typealias StoreError = PluginCallError
+/// A transfer call the host refused.
+public typealias TransferError = PluginCallError
+/// A queue the host could not give.
+public typealias QueueError = PluginCallError

@@ -4,13 +4,6 @@ import Foundation
 // time, and say what to do. The transfer runtime carries them out; tests drive them with plain
 // numbers.
 
-/// Why a transfer cannot be made as asked; the message says what to fix.
-public struct TransferError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
 /// Where a plugin's transfer files may go: relative names under the plugin's own files folder
 /// (`<state-dir>/files/<plugin>/`). Absolute paths, `..`, and symbolic links that lead outside the
 /// folder are refused. This checks the name when the transfer is made; every later step checks

@@ -1,0 +1,167 @@
+import Logging
+
+/// Background tasks as they run (SPEC 4): their expiration handlers, and the budget's two
+/// moments, expiration (T3, T4) and the end (T5). The rules themselves are `TaskRegistry`'s;
+/// this carries out what it decides, on the host's clock.
+///
+/// Threading: main executor only.
+final class TaskRuntime {
+    private let session: AppSession
+    private let caller: GuardedCaller
+    private var tasks: TaskRegistry
+    private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
+    private var budgetJobs: [MainExecutor.JobID] = []
+    /// Carries out a termination: the host records it and ends the app.
+    var terminate: (Termination) -> Void = { _ in }
+
+    init(session: AppSession, caller: GuardedCaller) {
+        self.session = session
+        self.caller = caller
+        self.tasks = TaskRegistry(taskLimit: session.profile.taskLimit)
+    }
+
+    /// The active tasks, in the order they began.
+    var active: [TaskRegistry.Task] { tasks.active }
+    var activeCount: Int { tasks.activeCount }
+    /// T2: seconds of background time left; `.greatestFiniteMagnitude` in the foreground.
+    var backgroundTimeRemaining: Double { tasks.remaining(at: session.now) ?? .greatestFiniteMagnitude }
+
+    /// T1: begins a task. Returns its id, or 0 when the plugin is over the limit (T8): the caller is
+    /// stopped at once, and the termination is carried out when its call returns.
+    func begin(_ context: PluginContext, name: String?, expirationHandler: PluginCallback?) -> Int {
+        switch tasks.begin(plugin: context.pluginName, name: name) {
+        case .limitExceeded(let limit):
+            if caller.pendingTermination == nil {
+                caller.pendingTermination = Termination(
+                    kind: .taskLimit,
+                    reason: "plugin '\(context.pluginName)' began more than \(limit) background tasks at once",
+                    plugin: context.pluginName, time: session.now, traceback: nil)
+            }
+            session.plugins[context.index].instance.preemptor?.preempt()
+            return 0
+        case .began(let id, let expireNow):
+            session.recorder.record(
+                .task(time: session.now, event: "taskBegan", plugin: context.pluginName, task: id, name: name))
+            if let expirationHandler { expirationHandlers[id] = (context.index, expirationHandler) }
+            if expireNow {
+                // T3: never from inside beginBackgroundTask, so the caller already holds the id.
+                session.scheduleAppJob { [unowned self] in
+                    if let task = tasks.expireLate(id: id) { signalExpiration(task) }
+                }
+            }
+            return id
+        }
+    }
+
+    /// T6: ends a plugin's task; false, with iOS's warning, if it is unknown or ended.
+    func end(_ context: PluginContext, id: Int) -> Bool {
+        if end(id) { return true }
+        let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
+            + "or it may have already been ended."
+        session.logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
+        session.recorder.record(.task(time: session.now, event: "endUnknownTask", plugin: context.pluginName, task: id))
+        return false
+    }
+
+    /// Ends an active task and records it; false if it is not active.
+    @discardableResult
+    func end(_ id: Int) -> Bool {
+        guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
+        if !expirationHandlers.isEmpty { expirationHandlers[id] = nil }
+        session.recorder.record(
+            .task(time: session.now, event: "taskEnded", plugin: task.plugin, task: id, name: task.name, expired: expired))
+        return true
+    }
+
+    /// Drops a plugin's tasks without recording their end (it failed to load).
+    func remove(plugin name: String) {
+        for task in tasks.active where task.plugin == name {
+            _ = tasks.end(id: task.id)
+            expirationHandlers[task.id] = nil
+        }
+    }
+
+    /// Forgets every task and the budget (the app ended).
+    func reset() {
+        cancelBudget()
+        tasks.reset()
+        expirationHandlers.removeAll()
+    }
+
+    // MARK: - The budget
+
+    /// The app entered the background: the budget's moments are scheduled.
+    func startBudget() {
+        let profile = session.profile
+        let period = tasks.enterBackground(
+            at: session.now, budget: profile.budget, expirationLead: profile.expirationLead)
+        cancelBudget()
+        budgetJobs = [
+            session.executor.schedule(at: period.expiresAt) { [unowned self] in expirationMoment() },
+            session.executor.schedule(at: period.endsAt) { [unowned self] in budgetRanOut() },
+        ]
+    }
+
+    /// The app left the background: no budget any more.
+    func stopBudget() {
+        cancelBudget()
+        tasks.leaveBackground()
+    }
+
+    /// Cancels the budget's moments (the app was suspended or ended).
+    func cancelBudget() {
+        for job in budgetJobs { session.executor.cancel(job) }
+        budgetJobs.removeAll()
+    }
+
+    /// T3, T4: the expiration moment.
+    private func expirationMoment() {
+        guard session.appRunning else { return }
+        for task in tasks.expire() {
+            guard session.appRunning else { return }
+            guard tasks.isActive(task.id) else { continue }
+            signalExpiration(task)
+        }
+        if session.appRunning, tasks.anyExpiring { warnOfTasksLeftAfterExpiration(turnsLeft: 32) }
+    }
+
+    /// iOS's warning, only for a task that really outlives its handlers. A queue or
+    /// `lifeline.background` ends its task on a later turn, once the work the expiration stopped has
+    /// unwound; so the check waits until no job is left at this moment (a few turns at most).
+    private func warnOfTasksLeftAfterExpiration(turnsLeft: Int) {
+        session.scheduleAppJob { [unowned self] in
+            if turnsLeft > 0, session.executor.hasJobDueNow {
+                return warnOfTasksLeftAfterExpiration(turnsLeft: turnsLeft - 1)
+            }
+            for task in tasks.active where task.expiring {
+                session.logger.warning(
+                    "Background task still not ended after expiration handlers were called: \(Self.label(task))")
+            }
+        }
+    }
+
+    private func signalExpiration(_ task: TaskRegistry.Task) {
+        session.recorder.record(
+            .task(time: session.now, event: "taskExpiring", plugin: task.plugin, task: task.id, name: task.name))
+        guard let handler = expirationHandlers[task.id] else { return }
+        let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expiration handler")
+        caller.call(handler.plugin, in: window, handler.callback)
+    }
+
+    /// T5: the budget is gone.
+    private func budgetRanOut() {
+        guard session.appRunning, tasks.activeCount > 0 else { return }
+        let left = tasks.active
+        let names = left.map(Self.label).joined(separator: ", ")
+        terminate(
+            Termination(
+                kind: .backgroundTaskTimeout,
+                reason: "background time ran out with \(left.count) task\(left.count == 1 ? "" : "s") "
+                    + "still running: \(names)",
+                plugin: left[0].plugin, time: session.now, traceback: nil))
+    }
+
+    private static func label(_ task: TaskRegistry.Task) -> String {
+        "plugin '\(task.plugin)' task \(task.id)" + (task.name.map { " '\($0)'" } ?? "")
+    }
+}

@@ -1,0 +1,50 @@
+/// Plugins' one-shot timers (`lifeline.after`, `context.after`): app jobs that call plugin code
+/// under the watchdog when they fire.
+///
+/// Threading: main executor only.
+final class TimerTable {
+    /// The soonest a timer fires: 1 ms, the clock's resolution. A loop of zero-delay timers still
+    /// moves virtual time on, so `--until` can end it.
+    static let resolution = 0.001
+
+    private let session: AppSession
+    private let caller: GuardedCaller
+    private var timers: [Int: (plugin: Int, job: MainExecutor.JobID)] = [:]
+    private var nextID = 1
+
+    init(session: AppSession, caller: GuardedCaller) {
+        self.session = session
+        self.caller = caller
+    }
+
+    /// A delay as the clock takes it: never below its resolution, and NaN as none.
+    static func delay(_ seconds: Double) -> Double { max(resolution, seconds.isNaN ? 0 : seconds) }
+
+    func start(plugin index: Int, after seconds: Double, callback: @escaping PluginCallback) -> Int {
+        let id = nextID
+        nextID += 1
+        let job = session.scheduleAppJob(at: session.now.adding(seconds: Self.delay(seconds))) { [unowned self] in
+            timers[id] = nil
+            caller.call(
+                index, in: caller.openWindow(limit: session.profile.transitionLimit, handler: "timer"), callback)
+        }
+        timers[id] = (index, job)
+        return id
+    }
+
+    /// Harmless if the timer fired or was cancelled already.
+    func cancel(_ id: Int) {
+        if let timer = timers.removeValue(forKey: id) { session.executor.cancel(timer.job) }
+    }
+
+    /// Cancels one plugin's timers (it failed to load).
+    func cancel(plugin index: Int) {
+        for (id, timer) in timers where timer.plugin == index { cancel(id) }
+    }
+
+    /// Cancels every timer (the app ended).
+    func cancelAll() {
+        for (_, timer) in timers { session.executor.cancel(timer.job) }
+        timers.removeAll()
+    }
+}

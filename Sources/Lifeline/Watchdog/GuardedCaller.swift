@@ -1,0 +1,210 @@
+import Logging
+
+/// Every call into plugin code goes through here: it opens the watchdog's window, makes the call,
+/// and settles what happened. A plugin error is recorded; an overrun, or a rule the code broke
+/// while it ran, terminates the app once the code has returned.
+///
+/// Threading: main executor only; the watchdog it owns has a thread of its own.
+final class GuardedCaller {
+    /// A watchdog window: one event's handlers across all plugins share one deadline (W1).
+    struct Window {
+        var deadline: UInt64
+        var limit: Double
+        var handler: String
+    }
+
+    /// What a call into plugin code came to, once the host's own decisions are applied.
+    enum Settled {
+        case ok
+        case raised(message: String, traceback: String)
+        /// Past the window's deadline, or stopped inside the VM (with where).
+        case overran(traceback: String?)
+        /// The app was terminated meanwhile: by a rule the call broke (T8), or by the watchdog's
+        /// thread while Swift code overran (W3).
+        case terminated
+    }
+
+    private let session: AppSession
+    private let watchdog: Watchdog
+    private let watchdogScale: Double
+    private let recordsHandlerCalls: Bool
+    /// How many calls into plugin code are on the stack (0 or 1: plugin code never calls plugin code).
+    private(set) var depth = 0
+    /// A termination decided while plugin code was running (T8): carried out when the code
+    /// returns, never from under it.
+    var pendingTermination: Termination?
+    /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
+    private(set) var lastOverrunLateness: Double?
+    /// Carries out a termination: the host records it and ends the app.
+    var terminate: (Termination) -> Void = { _ in }
+    /// Ends the app when the watchdog's thread has terminated it (W3) meanwhile.
+    var endApp: () -> Void = {}
+
+    init(session: AppSession, configuration: HostConfiguration) {
+        self.session = session
+        self.watchdogScale = configuration.watchdogScale
+        self.recordsHandlerCalls = configuration.recordsHandlerCalls
+        let fatal = configuration.onUnpreemptibleOverrun
+        let recorder = session.recorder
+        self.watchdog = Watchdog(stopGrace: configuration.stopGrace) { target in
+            if target.handler == GuardedCaller.loadHandler {
+                // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
+                fatal?(.loadFailed(.badInput(GuardedCaller.loadUnstoppableMessage(target))))
+                return
+            }
+            let termination = GuardedCaller.watchdogTermination(target, traceback: nil)
+            recorder.record(GuardedCaller.watchdogEvent(target))
+            recorder.record(GuardedCaller.terminatedEvent(termination))
+            recorder.noteTermination(termination)
+            fatal?(.terminated(termination, recorder))
+        }
+    }
+
+    func shutdown() { watchdog.shutdown() }
+
+    /// Whether plugin code is running now.
+    var isInsidePluginCode: Bool { depth > 0 }
+
+    func openWindow(limit: Double, handler: String) -> Window {
+        let scaled = limit / max(watchdogScale, 1e-9) * 1e9
+        let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
+        return Window(deadline: Monotonic.nanoseconds() &+ span, limit: limit, handler: handler)
+    }
+
+    /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
+    /// recorded, an overrun or a stop terminates the app.
+    func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
+        let context = session.plugins[index].context
+        let (outcome, fired) = callUnchecked(index, in: window, body)
+        switch settle(outcome, fired: fired) {
+        case .ok, .terminated:
+            return
+        case .raised(let message, let traceback):
+            recordPluginError(context, message: message, traceback: traceback, handler: window.handler)
+        case .overran(let traceback):
+            // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
+            let late = Double(Monotonic.nanoseconds() &- window.deadline) / 1e6
+            lastOverrunLateness = late
+            session.logger.info("watchdog: plugin '\(context.pluginName)' stopped \(late) ms past its deadline")
+            let target = WatchdogTarget(
+                plugin: context.pluginName, handler: window.handler, limit: window.limit, preemptor: nil,
+                time: session.now)
+            session.recorder.record(GuardedCaller.watchdogEvent(target))
+            terminate(GuardedCaller.watchdogTermination(target, traceback: traceback))
+        }
+    }
+
+    /// Runs plugin code now, under a watchdog window of its own. Call it from a host job, never
+    /// from inside plugin code (plugin code does not call plugin code).
+    func callNow(_ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
+        guard session.isCurrent(context) else { return }
+        let profile = session.profile
+        let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
+        call(context.index, in: openWindow(limit: seconds, handler: handler), callback)
+    }
+
+    /// Runs plugin code on the next turn, under a watchdog window.
+    func enqueue(_ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
+        session.scheduleAppJob { [unowned self] in callNow(context, handler: handler, limit: limit, callback) }
+    }
+
+    /// Records a plugin error: one the host caught around a call, or one the plugin's code raised
+    /// outside a call the host made (in a coroutine the host resumed, for instance).
+    func recordPluginError(_ context: PluginContext, message: String, traceback: String, handler: String) {
+        session.recorder.notePluginError()
+        if session.plugins.indices.contains(context.index) {
+            session.plugins[context.index].instance.chargeRecorded(
+                TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
+        }
+        session.record(
+            "pluginError", ("plugin", .string(context.pluginName)), ("message", .string(message)),
+            ("traceback", .string(traceback)))
+        session.logger.error("plugin '\(context.pluginName)' raised an error in \(handler): \(message)")
+    }
+
+    /// - Parameter fired: whether the watchdog acted during the call: its deadline passed. Overruns
+    ///   are the watchdog's to detect, so a call costs no clock read of its own.
+    func settle(_ outcome: CallOutcome, fired: Bool) -> Settled {
+        if session.recorder.isTerminated {
+            if session.appRunning { endApp() }
+            return .terminated
+        }
+        if var pending = pendingTermination {
+            pendingTermination = nil
+            if case .preempted(let traceback) = outcome { pending.traceback = traceback }
+            terminate(pending)
+            return .terminated
+        }
+        switch outcome {
+        case .returned where !fired: return .ok
+        case .raised(let message, let traceback) where !fired: return .raised(message: message, traceback: traceback)
+        case .returned, .raised: return .overran(traceback: nil)
+        case .preempted(let traceback): return .overran(traceback: traceback)
+        }
+    }
+
+    /// Calls plugin code under the watchdog. Returns what the code did, and whether the watchdog
+    /// acted meanwhile.
+    func callUnchecked(_ index: Int, in window: Window, _ body: () -> CallOutcome) -> (CallOutcome, fired: Bool) {
+        // Only what the call needs: the body may end the app, which drops the plugins.
+        let plugin = session.plugins[index]
+        let instance = plugin.instance
+        let target = WatchdogTarget(
+            subject: plugin.watchdogSubject, handler: window.handler, limit: window.limit, time: session.now)
+        watchdog.arm(deadline: window.deadline, target: target)
+        let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
+        let startedAt = session.now
+        depth += 1
+        let outcome = body()
+        depth -= 1
+        let fired = watchdog.disarm()
+        instance.resetPreemption()
+        if recordsHandlerCalls {
+            session.recorder.recordCall(
+                HandlerCall(
+                    time: startedAt, plugin: target.plugin, handler: window.handler,
+                    milliseconds: Double(Monotonic.nanoseconds() &- started) / 1e6))
+        }
+        return (outcome, fired)
+    }
+
+    // MARK: - What the watchdog's decisions look like in the report
+
+    /// The watchdog's name for loading a plugin.
+    static let loadHandler = "load"
+
+    static func loadOverrunMessage(_ plugin: String, limit: Double) -> String {
+        "plugin '\(plugin)' did not finish loading within the launch limit (\(ReportNumber.seconds(limit)) s)"
+    }
+
+    /// Why a plugin whose loading overran and could not be stopped failed (`lifeline check` prints it).
+    static func loadUnstoppableMessage(_ target: WatchdogTarget) -> String {
+        loadOverrunMessage(target.plugin, limit: target.limit) + " and could not be stopped ("
+            + (target.preemptor == nil
+                ? "Swift code cannot be preempted" : "stuck inside one C call, where the watchdog's stop cannot reach")
+            + ")"
+    }
+
+    static func watchdogEvent(_ target: WatchdogTarget) -> TimelineEvent {
+        TimelineEvent(
+            time: target.time, event: "watchdog",
+            fields: [
+                ("plugin", .string(target.plugin)), ("handler", .string(target.handler)),
+                ("limit", .number(ReportNumber.seconds(target.limit))),
+            ])
+    }
+
+    static func watchdogTermination(_ target: WatchdogTarget, traceback: String?) -> Termination {
+        Termination(
+            kind: .watchdog,
+            reason: "plugin '\(target.plugin)' was still running its \(target.handler) handler "
+                + "when the \(ReportNumber.seconds(target.limit)) s watchdog limit passed",
+            plugin: target.plugin, time: target.time, traceback: traceback)
+    }
+
+    static func terminatedEvent(_ t: Termination) -> TimelineEvent {
+        TimelineEvent(
+            time: t.time, event: "terminated",
+            fields: [("kind", .string(t.kind.rawValue)), ("code", .string(t.kind.code))])
+    }
+}
