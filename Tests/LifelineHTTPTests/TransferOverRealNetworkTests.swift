@@ -147,6 +147,31 @@ struct TransferOverRealNetworkTests {
         }
     }
 
+    @Test func a503WithRetryAfterAsAnHTTPDate_isRetriedAtThatDate() async throws {
+        try await withServer { server in
+            server.setFile("a.bin", testBytes(10_000))
+            // Ten seconds from now, in the IMF-fixdate form servers send.
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            let date = formatter.string(from: Date().addingTimeInterval(10))
+            server.inject(.status(503, headers: [("Retry-After", date)]))
+            try await withHost("lifeline.transfers.download{url = '\(server.url("/file/a.bin"))', to = 'a.bin'}") { s in
+                #expect(s.drive { !s.marks.isEmpty })
+                #expect(s.marks == ["finish 1"])
+                let retry = s.events("transferRetrying")
+                #expect(retry.count == 1)
+                // The date has whole seconds, and real time passed since it was written.
+                guard case .number(let after)? = retry.first?["after"], let seconds = Double(after) else {
+                    Issue.record("no delay in \(retry)")
+                    return
+                }
+                #expect(seconds > 8 && seconds <= 10, "Retry-After: \(date) gave \(seconds) s")
+            }
+        }
+    }
+
     @Test func a404FailsAtOnce() async throws {
         try await withServer { server in
             try await withHost("lifeline.transfers.download{url = '\(server.url("/file/missing"))', to = 'm'}") { s in

@@ -72,7 +72,9 @@ public final class LifelineHost {
             guard generation == session.generation, session.appRunning else { return .drop }
             return session.visibleState == .suspended ? .hold : .run
         }
-        if let database = configuration.database { parts.transfers.start(database, configuration: configuration) }
+        if let database = configuration.database {
+            parts.transfers.start(database, configuration: configuration, epochAtStart: epochAtStart)
+        }
     }
 
     /// Stops the watchdog and closes the plugins. Call once, when done with the host.
@@ -293,13 +295,6 @@ public final class LifelineHost {
         session.record(name.rawValue)
         let list = parts.subscriptions.subscriptions(to: name)
         guard !list.isEmpty else { return }
-        let event = LifecycleEvent(name: name, time: now.seconds, state: state)
-        let caller = parts.caller
-        let window = caller.openWindow(limit: profile.limit(for: name), handler: name.rawValue)
-        for subscription in list {
-            guard session.appRunning else { return }
-            if subscription.cancelled { continue }
-            caller.call(subscription.plugin, in: window) { subscription.handler(event) }
-        }
+        parts.caller.deliver(LifecycleEvent(name: name, time: now.seconds, state: state), to: list)
     }
 }

@@ -26,13 +26,13 @@ final class TransferEvents {
     }
 
     /// Starts the transfers of the state dir's database, and resumes the unfinished ones.
-    func start(_ database: StateDatabase, configuration: HostConfiguration) {
+    func start(_ database: StateDatabase, configuration: HostConfiguration, epochAtStart: Double) {
         let ledger = TransferLedger(database: database)
         self.ledger = ledger
         let manager = TransferManager(
             ledger: ledger, transport: configuration.transferTransport, executor: session.executor,
             filesRoot: database.directory + "/files", limit: configuration.transferLimit,
-            jitterSeed: configuration.transferJitterSeed,
+            jitterSeed: configuration.transferJitterSeed, epochAtStart: epochAtStart,
             callbacks: TransferManager.Callbacks(
                 eventQueued: { [unowned self] _, relaunch in queued(relaunch: relaunch) },
                 progress: { [unowned self] plugin, id, received, total in
@@ -183,13 +183,9 @@ final class TransferEvents {
             session.record(name.rawValue, fields)
         }
         guard !list.isEmpty else { return false }
-        let event = LifecycleEvent(name: name, time: session.now.seconds, state: session.visibleState, transfer: transfer)
-        let window = caller.openWindow(limit: session.profile.limit(for: name), handler: name.rawValue)
-        for subscription in list {
-            guard session.appRunning else { break }
-            if subscription.cancelled { continue }
-            caller.call(subscription.plugin, in: window) { subscription.handler(event) }
-        }
+        caller.deliver(
+            LifecycleEvent(name: name, time: session.now.seconds, state: session.visibleState, transfer: transfer),
+            to: list)
         return true
     }
 }

@@ -41,12 +41,16 @@ final class TransferManager {
     /// Waiting to be tried again.
     private var retries: [Int64: MainExecutor.JobID] = [:]
     private var throttle = ProgressThrottle()
+    /// Seconds since 1970 at the clock's zero, so a Retry-After date becomes a delay on the
+    /// host's clock (a fixed epoch in simulate, so runs repeat).
+    private let epochAtStart: Double
 
     init(
         ledger: TransferLedger, transport: any TransferTransport, executor: MainExecutor, filesRoot: String,
         limit: Int = TransferManager.defaultLimit, retry: RetryPolicy = RetryPolicy(), jitterSeed: UInt64?,
-        callbacks: Callbacks
+        epochAtStart: Double = 0, callbacks: Callbacks
     ) {
+        self.epochAtStart = epochAtStart
         self.ledger = ledger
         self.transport = transport
         self.executor = executor
@@ -157,9 +161,6 @@ final class TransferManager {
         for id in live.keys.sorted() { end(id, state: .cancelled, reason: reason, relaunch: false) }
     }
 
-    /// Transfers not over yet.
-    var unfinishedCount: Int { live.count }
-
     // MARK: - Running
 
     private func pump() {
@@ -236,7 +237,10 @@ final class TransferManager {
             end(id, state: .finished, reason: nil, relaunch: true)
             return
         case .response(let status, let headers, _):
-            let retryAfter = headers.first { $0.name.lowercased() == "retry-after" }.flatMap { Double($0.value) }
+            let now = epochAtStart + executor.now.seconds
+            let retryAfter = headers.first { $0.name.lowercased() == "retry-after" }.flatMap {
+                RetryAfter.seconds($0.value, now: now)
+            }
             failure = .status(status, retryAfter: retryAfter)
         case .rangeMismatch:
             // The server sent other bytes than asked for: drop the partial file and start again

@@ -94,6 +94,17 @@ final class GuardedCaller {
         }
     }
 
+    /// Calls each subscription's handler with `event`. They share one watchdog window (W1), and
+    /// stop once the app has ended; a subscription cancelled by an earlier handler is skipped.
+    func deliver(_ event: LifecycleEvent, to subscriptions: [SubscriptionTable.Subscription]) {
+        let window = openWindow(limit: session.profile.limit(for: event.name), handler: event.name.rawValue)
+        for subscription in subscriptions {
+            guard session.appRunning else { return }
+            if subscription.cancelled { continue }
+            call(subscription.plugin, in: window) { subscription.handler(event) }
+        }
+    }
+
     /// Runs plugin code now, under a watchdog window of its own. Call it from a host job, never
     /// from inside plugin code (plugin code does not call plugin code).
     func callNow(_ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {

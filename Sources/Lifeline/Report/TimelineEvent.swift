@@ -1,0 +1,119 @@
+import Foundation
+import Synchronization
+
+/// One entry of the report's timeline.
+public struct TimelineEvent: Equatable, Sendable {
+    /// What the report keeps for one event, about, beside the text of its strings: a plugin's cap
+    /// counts the events it causes (see docs/guarantees.md).
+    public static let recordedBytes = 128
+
+    public var time: HostTime
+    /// The event's name: a lifecycle notification, `taskBegan`, `suspended`, …
+    public var event: String
+    private var storage: Storage
+
+    /// The fields as the report writes them. The task events, which a plugin can make hundreds of
+    /// thousands of, keep theirs inline: no array is made until the report or a reader asks.
+    private enum Storage: Sendable {
+        case fields([(String, JSONValue)])
+        /// plugin, task, then `name` and `expired` when given.
+        case task(plugin: String, task: Int, name: String?, expired: Bool?)
+        /// plugin, queue, op, then `name` when given, then `result` when it finished.
+        case operation(plugin: String, queue: String, op: Int, name: String?, finished: OperationEnding?)
+    }
+
+    /// How a queue operation finished: `opFinished`'s `result`.
+    public struct OperationEnding: Sendable {
+        public var timedOut, cancelled, expired, failed: Bool
+        public init(timedOut: Bool, cancelled: Bool, expired: Bool, failed: Bool) {
+            (self.timedOut, self.cancelled, self.expired, self.failed) = (timedOut, cancelled, expired, failed)
+        }
+
+        /// One word: `timedOut`, `cancelled` or `expired` when the host stopped it (which also
+        /// makes its body fail), else `failed` when its body raised, else `finished`.
+        public var result: String {
+            if timedOut { return "timedOut" }
+            if cancelled { return "cancelled" }
+            if expired { return "expired" }
+            return failed ? "failed" : "finished"
+        }
+    }
+
+    public init(time: HostTime, event: String, fields: [(String, JSONValue)] = []) {
+        self.time = time
+        self.event = event
+        self.storage = .fields(fields)
+    }
+
+    /// A task event (`taskBegan`, `taskEnded`, `taskExpiring`, `endUnknownTask`): the fields
+    /// `plugin`, `task`, and `name` or `expired` when given, in that order.
+    public static func task(
+        time: HostTime, event: String, plugin: String, task: Int, name: String? = nil, expired: Bool? = nil
+    ) -> TimelineEvent {
+        var e = TimelineEvent(time: time, event: event)
+        e.storage = .task(plugin: plugin, task: task, name: name, expired: expired)
+        return e
+    }
+
+    /// A queue operation's event (`opStarted`, `opFinished`): the fields `plugin`, `queue`, `op`,
+    /// `name` when given, and `result` when `finished` is given, in that order.
+    public static func operation(
+        time: HostTime, event: String, plugin: String, queue: String, op: Int, name: String?,
+        finished: OperationEnding? = nil
+    ) -> TimelineEvent {
+        var e = TimelineEvent(time: time, event: event)
+        e.storage = .operation(plugin: plugin, queue: queue, op: op, name: name, finished: finished)
+        return e
+    }
+
+    /// The other fields, in the order the report writes them.
+    public var fields: [(String, JSONValue)] {
+        get {
+            switch storage {
+            case .fields(let fields): return fields
+            case .task(let plugin, let task, let name, let expired):
+                var fields: [(String, JSONValue)] = [("plugin", .string(plugin)), ("task", .int(Int64(task)))]
+                if let name { fields.append(("name", .string(name))) }
+                if let expired { fields.append(("expired", .bool(expired))) }
+                return fields
+            case .operation(let plugin, let queue, let op, let name, let finished):
+                var fields: [(String, JSONValue)] = [
+                    ("plugin", .string(plugin)), ("queue", .string(queue)), ("op", .int(Int64(op))),
+                ]
+                if let name { fields.append(("name", .string(name))) }
+                if let f = finished { fields.append(("result", .string(f.result))) }
+                return fields
+            }
+        }
+        set { storage = .fields(newValue) }
+    }
+
+    public static func == (a: TimelineEvent, b: TimelineEvent) -> Bool { a.json == b.json }
+
+    /// The field called `key`.
+    public subscript(key: String) -> JSONValue? { fields.first { $0.0 == key }?.1 }
+
+    public var json: JSONValue {
+        .object([("t", .number(ReportNumber.seconds(time))), ("event", .string(event))] + fields)
+    }
+
+    /// One line for a person watching: `[  27.000s] taskEnded plugin=save-changes task=1`.
+    public var humanLine: String {
+        let t = TimelineEvent.paddedSeconds(time.seconds)
+        let rest = fields.map { key, value -> String in
+            if case .string(let s) = value { return "\(key)=\(s.contains(" ") ? "\"\(s)\"" : s)" }
+            return "\(key)=\(value.serialized())"
+        }
+        return (["[\(t)s]", event] + rest).joined(separator: " ")
+    }
+}
+
+extension TimelineEvent {
+    /// Seconds with three decimals, padded to 9 columns, for the live timeline.
+    public static func paddedSeconds(_ seconds: Double) -> String {
+        let ms = Int64((seconds * 1000).rounded())
+        let frac = String(ms % 1000)
+        let text = String(ms / 1000) + "." + String(repeating: "0", count: 3 - frac.count) + frac
+        return String(repeating: " ", count: max(0, 9 - text.count)) + text
+    }
+}
