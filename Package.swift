@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Deque and Heap for the main executor's queue and the operation queues.
+        .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         // SHA-256 for verified downloads; async-http-client's TLS stack builds it already.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
@@ -38,6 +40,8 @@ let package = Package(
                 // The state dir's database (the plugins' stores): SQLite, apt libsqlite3-dev.
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.

@@ -38,8 +38,10 @@ final class BenchHost {
     }
 
     func checkClean() {
-        precondition(host.recorder.pluginErrorCount == 0, "a benchmark plugin raised an error")
-        precondition(host.activeTaskCount == 0, "a benchmark left a task running")
+        // Say why, so a row that fails on a loaded machine can be told from a real fault.
+        let errors = host.recorder.timeline.filter { $0.event == "pluginError" || $0.event == "terminated" }
+        precondition(host.recorder.pluginErrorCount == 0, "a benchmark plugin raised an error: \(errors)")
+        precondition(host.activeTaskCount == 0, "a benchmark left a task running: \(errors)")
     }
 
     deinit { host.shutdown() }

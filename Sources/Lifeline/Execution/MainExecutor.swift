@@ -1,3 +1,6 @@
+import DequeModule
+import HeapModule
+
 /// The one executor that runs all plugin code, like iOS's main thread: a queue of jobs ordered
 /// by time, then by the order they were scheduled.
 ///
@@ -15,27 +18,29 @@ public final class MainExecutor {
         fileprivate let seq: UInt64
     }
 
-    private struct Job {
+    /// Ordered by (time, due, seq): the sequence number is unique, so the order is total and a
+    /// run repeats exactly.
+    private struct Job: Comparable {
         var time: HostTime
         /// When the job first fell due; differs from `time` once a held job is released, so
         /// released jobs keep the order they fell due in.
         var due: HostTime
         var seq: UInt64
         var owner: Owner
-        func runsBefore(_ other: Job) -> Bool {
-            if time != other.time { return time < other.time }
-            if due != other.due { return due < other.due }
-            return seq < other.seq
+        static func < (a: Job, b: Job) -> Bool {
+            if a.time != b.time { return a.time < b.time }
+            if a.due != b.due { return a.due < b.due }
+            return a.seq < b.seq
         }
+        static func == (a: Job, b: Job) -> Bool { a.seq == b.seq }
     }
 
     public let clock: any HostClock
     /// Jobs in the order they run, when each is scheduled no earlier than the one before it: the
     /// common case (work for the next turn), which then costs no heap operations.
-    private var lane: [Job?] = []
-    private var laneHead = 0
-    /// Every other job: a binary min-heap on (time, due, seq).
-    private var heap: [Job] = []
+    private var lane = Deque<Job>()
+    /// Every other job.
+    private var heap = Heap<Job>()
     private var held: [Job] = []
     private var cancelled: Set<UInt64> = []
     /// The bodies of jobs queued or held, by sequence number: cancelling a job frees its body (and
@@ -60,10 +65,10 @@ public final class MainExecutor {
         let job = Job(time: time, due: time, seq: nextSeq, owner: owner)
         nextSeq += 1
         bodies[job.seq] = body
-        if laneHead == lane.count || !job.runsBefore(lane[lane.count - 1]!) {
-            lane.append(job)
+        if let last = lane.last, job < last {
+            heap.insert(job)
         } else {
-            push(job)
+            lane.append(job)
         }
         return JobID(seq: job.seq)
     }
@@ -82,12 +87,11 @@ public final class MainExecutor {
     /// ones, they are dropped, so a plugin that starts and cancels timers forever cannot make the
     /// queue grow without bound.
     private func compactIfMostlyCancelled() {
-        let queued = heap.count + (lane.count - laneHead) + held.count
+        let queued = heap.count + lane.count + held.count
         guard cancelled.count > 1024, cancelled.count * 2 > queued else { return }
         let live = { (job: Job) in !self.cancelled.contains(job.seq) }
-        heap = heap.filter(live).sorted { $0.runsBefore($1) }  // a sorted array is a heap
-        lane = lane[laneHead...].compactMap { $0 }.filter(live).map { Optional($0) }
-        laneHead = 0
+        heap = Heap(heap.unordered.filter(live))
+        lane = Deque(lane.filter(live))
         held = held.filter(live)
         cancelled.removeAll()
     }
@@ -99,13 +103,13 @@ public final class MainExecutor {
         let now = clock.now
         for var job in jobs {
             job.time = max(job.time, now)
-            push(job)
+            heap.insert(job)
         }
     }
 
     /// Whether any job could still run: held jobs do not count.
     public var hasPendingJobs: Bool {
-        heap.contains { !cancelled.contains($0.seq) } || lane[laneHead...].contains { !cancelled.contains($0!.seq) }
+        heap.unordered.contains { !cancelled.contains($0.seq) } || lane.contains { !cancelled.contains($0.seq) }
     }
 
     /// Whether a job that can run now is waiting: one due by the clock's time.
@@ -156,65 +160,15 @@ public final class MainExecutor {
         return nil
     }
 
-    /// Whether the next job is the lane's; nil when there are none.
-    private func laneIsNext() -> Bool? {
-        let laneEmpty = laneHead == lane.count
-        if heap.isEmpty { return laneEmpty ? nil : true }
-        if laneEmpty { return false }
-        return lane[laneHead]!.runsBefore(heap[0])
-    }
-
+    /// The next job in order: the lane's first or the heap's least.
     private func peekNext() -> Job? {
-        switch laneIsNext() {
-        case true?: return lane[laneHead]
-        case false?: return heap[0]
-        case nil: return nil
-        }
+        guard let first = lane.first else { return heap.min }
+        guard let least = heap.min else { return first }
+        return first < least ? first : least
     }
 
     private func popNext() -> Job {
-        guard laneIsNext() == true else { return popMin() }
-        let job = lane[laneHead]!
-        lane[laneHead] = nil
-        laneHead += 1
-        if laneHead == lane.count {
-            lane.removeAll(keepingCapacity: true)
-            laneHead = 0
-        } else if laneHead > 1024 && laneHead * 2 > lane.count {
-            lane.removeFirst(laneHead)
-            laneHead = 0
-        }
-        return job
-    }
-
-    // A binary min-heap on (time, seq).
-    private func push(_ job: Job) {
-        heap.append(job)
-        var i = heap.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard heap[i].runsBefore(heap[parent]) else { break }
-            heap.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    private func popMin() -> Job {
-        let top = heap[0]
-        let last = heap.removeLast()
-        if !heap.isEmpty {
-            heap[0] = last
-            var i = 0
-            while true {
-                let l = 2 * i + 1, r = l + 1
-                var m = i
-                if l < heap.count && heap[l].runsBefore(heap[m]) { m = l }
-                if r < heap.count && heap[r].runsBefore(heap[m]) { m = r }
-                if m == i { break }
-                heap.swapAt(i, m)
-                i = m
-            }
-        }
-        return top
+        if let first = lane.first, heap.min.map({ first < $0 }) ?? true { return lane.removeFirst() }
+        return heap.removeMin()
     }
 }

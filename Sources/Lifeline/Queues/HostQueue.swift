@@ -11,6 +11,8 @@
 //
 // Threading: main executor only.
 
+import DequeModule
+
 /// A named queue of the host.
 public final class HostQueue {
     /// The global queue's name: `lifeline.queue.background`, `context.backgroundQueue`.
@@ -28,9 +30,8 @@ public final class HostQueue {
     /// Ends a background task the queue began.
     private let endBackgroundTask: (Int) -> Void
 
-    /// Pending operations in order; entries before `head`, and finished ones, are spent.
-    private var pending: [QueueOperation] = []
-    private var head = 0
+    /// Pending operations in order; finished ones are spent, and dropped once they come first.
+    private var pending = Deque<QueueOperation>()
     public private(set) var pendingCount = 0
     public private(set) var running: [QueueOperation] = []
     /// suspend() calls not yet balanced by resume().
@@ -115,8 +116,7 @@ public final class HostQueue {
     private func enqueue(_ op: QueueOperation, atFront: Bool) {
         op.queue = self
         if atFront {
-            compact()
-            pending.insert(op, at: head)
+            pending.prepend(op)
         } else {
             pending.append(op)
         }
@@ -128,12 +128,12 @@ public final class HostQueue {
     /// The pending or running operation called `name`; one that was told to stop does not count.
     private func live(named name: String) -> QueueOperation? {
         if let op = running.first(where: { $0.name == name && $0.stopReason == nil }) { return op }
-        for op in pending[head...] where op.state == .pending && op.name == name { return op }
+        for op in pending where op.state == .pending && op.name == name { return op }
         return nil
     }
 
     private func pendingIndex(of op: QueueOperation) -> Int? {
-        pending[head...].firstIndex { $0 === op }
+        pending.firstIndex { $0 === op }
     }
 
     // MARK: - Controls
@@ -159,7 +159,7 @@ public final class HostQueue {
     /// Cancels every pending and running operation.
     public func cancelAll() {
         for op in running { stop(op, .cancelled) }
-        for op in pending[head...] where op.state == .pending { stop(op, .cancelled) }
+        for op in pending where op.state == .pending { stop(op, .cancelled) }
     }
 
     /// Registers a delegate callback.
@@ -223,16 +223,15 @@ public final class HostQueue {
     func appLeftBackground() {
         guard expired else { return }
         expired = false
-        if let first = pending[head...].first(where: { $0.state == .pending }) { ensureTask(first.context) }
+        if let first = pending.first(where: { $0.state == .pending }) { ensureTask(first.context) }
         schedulePump()
     }
 
     /// The app ended: everything goes, with nothing recorded.
     func abandon() {
-        let ops = running + pending[head...].filter { $0.state == .pending }
+        let ops = running + pending.filter { $0.state == .pending }
         running.removeAll()
         pending.removeAll()
-        head = 0
         pendingCount = 0
         delegates.removeAll()
         for op in ops {
@@ -317,38 +316,22 @@ public final class HostQueue {
 
     /// The first pending operation whose predecessor finished; removes it from the pending list.
     private func nextStartable() -> QueueOperation? {
-        var i = head
+        var i = 0
         while i < pending.count {
             let op = pending[i]
             if op.state != .pending {
-                if i == head { head += 1 }
-                i += 1
+                if i == 0 { pending.removeFirst() } else { i += 1 }
                 continue
             }
             if let before = op.predecessor, before.state != .finished {
                 i += 1
                 continue
             }
-            if i == head {
-                head += 1
-                compactIfLarge()
-            } else {
-                pending.remove(at: i)
-            }
+            pending.remove(at: i)
             pendingCount -= 1
             return op
         }
         return nil
-    }
-
-    private func compactIfLarge() {
-        if head > 1024 && head * 2 > pending.count { compact() }
-    }
-
-    private func compact() {
-        guard head > 0 else { return }
-        pending.removeFirst(head)
-        head = 0
     }
 
     private func start(_ op: QueueOperation) {
