@@ -5,7 +5,7 @@
 // descriptor has (/proc/self/fd/N), so a link swapped in between the check and the read cannot
 // lead elsewhere. The chunk is then read from that same descriptor.
 
-#include "CLuaShims.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

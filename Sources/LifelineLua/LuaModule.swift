@@ -18,45 +18,35 @@ enum LuaModule {
     static let subscriptionHandle: Int32 = 1
     static let timerHandle: Int32 = 2
 
-    /// The module as C sees it; built once, never freed (it lives as long as the process).
-    nonisolated(unsafe) static var spec: LifelineModuleSpec = {
-        let functions: [(String, lifeline_bridged)] = [
-            ("on", on),
-            ("beginBackgroundTask", beginBackgroundTask),
-            ("endBackgroundTask", endBackgroundTask),
-            ("backgroundTimeRemaining", backgroundTimeRemaining),
-            ("state", state),
-            ("now", now),
-            ("profile", profile),
-            ("after", after),
-            ("background", background),
-            ("sleep", sleep),
-        ]
-        let regs = UnsafeMutablePointer<LifelineReg>.allocate(capacity: functions.count + 1)
-        for (i, (name, fn)) in functions.enumerated() {
-            regs[i] = LifelineReg(name: strdup(name), fn: fn)
-        }
-        regs[functions.count] = LifelineReg(name: nil, fn: nil)
-        return LifelineModuleSpec(
-            functions: regs, log_sink: logSink, handle_cancel: cancelHandle, epoch_now: epochNow, clock_now: now,
-            config: pushConfig,
-            tables: subtables([
-                ("http", [("request", httpRequest)]), ("store", LuaStore.functions),
-                ("transfers", LuaTransfers.functions),
-            ]),
-            task_methods: registrations([("cancel", taskCancel), ("done", taskDone), ("wait", taskWait)]),
-            queue_new: queueNew,
-            queue_methods: registrations([
-                ("add", queueAdd), ("addSequential", queueAddSequential), ("suspend", queueSuspend),
-                ("resume", queueResume), ("cancelAll", queueCancelAll), ("on", queueOn), ("count", queueCount),
-                ("isSuspended", queueIsSuspended),
-            ]),
-            operation_methods: registrations([
-                ("finish", operationFinish), ("cancel", operationCancel), ("isCancelled", operationIsCancelled),
-                ("isFinished", operationIsFinished), ("wait", operationWait),
-            ]),
-            store_begin: LuaStore.begin, store_commit: LuaStore.commit, store_rollback: LuaStore.rollback)
-    }()
+    /// The functions of this file, each named for its place in the module (see `LifelineReg`):
+    /// "name" is lifeline.name, "table.name" lifeline.table.name, "class:name" a method.
+    static let functions: [(String, lifeline_bridged)] = [
+        ("on", on),
+        ("beginBackgroundTask", beginBackgroundTask),
+        ("endBackgroundTask", endBackgroundTask),
+        ("backgroundTimeRemaining", backgroundTimeRemaining),
+        ("state", state),
+        ("now", now),
+        ("profile", profile),
+        ("after", after),
+        ("handle:cancel", cancelHandle),
+    ]
+
+    /// Every Swift function of the module, for `lifeline_open_module`. Each file lists its own
+    /// functions beside them; a new file of functions adds its list here.
+    nonisolated(unsafe) static let registry = registrations(
+        functions + taskFunctions + httpFunctions + LuaStore.functions + LuaTransfers.functions
+            + queueFunctions)
+
+    /// What the module's C parts call on the host.
+    static let hooks = LifelineHooks(
+        log: logSink, epoch_now: epochNow, clock_now: now, config: pushConfig, queue_new: queueNew,
+        store_begin: LuaStore.begin, store_commit: LuaStore.commit, store_rollback: LuaStore.rollback)
+
+    /// Builds the `lifeline` module in the state `L` (protected); returns the status.
+    static func open(_ L: OpaquePointer) -> Int32 {
+        withUnsafePointer(to: hooks) { lifeline_open_module(L, registry, $0) }
+    }
 
     /// A C array of registrations, ended by {NULL, NULL}; never freed (it lives as long as the process).
     private static func registrations(_ functions: [(String, lifeline_bridged)]) -> UnsafePointer<LifelineReg> {
@@ -66,16 +56,6 @@ enum LuaModule {
         }
         regs[functions.count] = LifelineReg(name: nil, fn: nil)
         return UnsafePointer(regs)
-    }
-
-    /// A C array of sub-tables, ended by {NULL, NULL}; never freed (it lives as long as the process).
-    private static func subtables(_ tables: [(String, [(String, lifeline_bridged)])]) -> UnsafePointer<LifelineSubtable> {
-        let list = UnsafeMutablePointer<LifelineSubtable>.allocate(capacity: tables.count + 1)
-        for (i, (name, functions)) in tables.enumerated() {
-            list[i] = LifelineSubtable(name: strdup(name), functions: registrations(functions))
-        }
-        list[tables.count] = LifelineSubtable(name: nil, functions: nil)
-        return UnsafePointer(list)
     }
 
     // MARK: - Helpers
@@ -285,294 +265,6 @@ enum LuaModule {
         default: break
         }
         return 0
-    }
-
-    // MARK: - Async work
-
-    /// lifeline.background([name], fn, ...) -> task
-    static let background: lifeline_bridged = { L in
-        guard let L else { return 0 }
-        let fname = "lifeline.background"
-        var name: String?
-        switch lua_type(L, 1) {
-        case LUA_TSTRING:
-            guard let n = LuaModule.name(L, 1, arg: 1, fname) else { return LIFELINE_RAISE }
-            name = n
-        case LUA_TNIL: break
-        default: return typeError(L, 1, fname, "string")
-        }
-        guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
-        guard let (plugin, context) = context(L) else { return 0 }
-        // The work, its task and its waits: what the host keeps while it runs.
-        guard let charge = HostCharge(plugin, bytes: 2 * LuaPlugin.recordBytes),
-            plugin.chargeEvents(3, text: name?.utf8.count ?? 0)
-        else { return LIFELINE_NOMEM }
-        let top = lua_gettop(L)
-        final class Box { weak var work: LuaBackgroundWork? }
-        let box = Box()
-        let id = context.beginBackgroundTask(name: name) {
-            box.work?.interrupt(.expired)
-            return .returned
-        }
-        guard id != 0 else {
-            // The app is not running, or the task limit was passed (the caller is being stopped).
-            lifeline_push_task(L, 0)
-            return 1
-        }
-        guard let co = lua_newthread(L), lua_checkstack(co, top + 2) != 0 else {
-            push(L, "lifeline.background: cannot create a coroutine")
-            return LIFELINE_RAISE
-        }
-        lifeline_mark_host_thread(L, co)
-        let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
-        lifeline_push_task(L, lua_Integer(id))                   // stack: args..., handle
-        lua_pushvalue(L, -1)
-        let handleRef = luaL_ref(L, lifeline_registryindex())
-        lua_pushvalue(L, 2)  // fn
-        lua_xmove(L, co, 1)
-        lua_pushvalue(L, -1)  // the handle: fn's first argument
-        lua_xmove(L, co, 1)
-        if top >= 3 {
-            for i in 3...top {
-                lua_pushvalue(L, i)
-                lua_xmove(L, co, 1)
-            }
-        }
-        let work = LuaBackgroundWork(
-            taskID: id, number: id, name: name, plugin: plugin, context: context, thread: co,
-            threadRef: threadRef, handleRef: handleRef, arguments: 1 + max(0, top - 2), charge: charge)
-        box.work = work
-        plugin.remember(work)
-        work.start()
-        return 1
-    }
-
-    /// The work whose coroutine makes a waiting call; or pushes why it cannot wait and returns nil.
-    static func waitingWork(_ L: OpaquePointer, _ fname: String) -> LuaBackgroundWork? {
-        guard let work = LuaPlugin.from(L).work(thread: L) else {
-            lifeline_push_where_message(
-                L,
-                "\(fname) waits, so it must be called from inside a function that lifeline.background runs "
-                    + "(not from a handler, a timer, the main chunk or a coroutine of your own); "
-                    + "wrap the work in lifeline.background(name, fn)")
-            return nil
-        }
-        guard LuaPlugin.from(L).openTransaction == nil else {
-            lifeline_push_where_message(
-                L, "\(fname) cannot wait inside lifeline.store.transaction: a transaction may not wait; "
-                    + "wait before it or after it")
-            return nil
-        }
-        guard lua_isyieldable(L) != 0 else {
-            lifeline_push_where_message(
-                L, "\(fname) cannot wait here: it was called inside a C function that cannot yield "
-                    + "(such as table.sort or a metamethod called from C)")
-            return nil
-        }
-        if let interruption = work.takePendingInterruption() {
-            // The task cancelled itself while it ran: this wait raises that at once.
-            lifeline_push_error(L, interruption.kind.rawValue, work.interruptionMessage)
-            return nil
-        }
-        return work
-    }
-
-    /// lifeline.sleep(seconds): waits on the host's clock.
-    static let sleep: lifeline_bridged = { L in
-        guard let L else { return 0 }
-        let fname = "lifeline.sleep"
-        guard lua_type(L, 1) == LUA_TNUMBER else { return typeError(L, 1, fname, "number") }
-        let seconds = lua_tonumberx(L, 1, nil)
-        guard seconds.isFinite, seconds >= 0 else {
-            return argError(L, 1, fname, "seconds must be a finite number >= 0")
-        }
-        guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
-        guard let (_, context) = context(L) else { return 0 }
-        let waitID = context.sleep(seconds) { [weak work] slept in
-            if slept { work?.deliver(LuaBackgroundWork.results { _ in 0 }) }
-        }
-        guard waitID != 0 else { return 0 }
-        work.waiting(on: waitID)
-        return LIFELINE_YIELD
-    }
-
-    /// lifeline.http.request{method, url, headers, body, timeout} -> response | nil, err
-    static let httpRequest: lifeline_bridged = { L in
-        guard let L else { return 0 }
-        let fname = "lifeline.http.request"
-        guard lua_type(L, 1) == LUA_TTABLE else { return typeError(L, 1, fname, "table") }
-        // Raw reads only: a metamethod could raise through this Swift frame.
-        func field(_ key: String) -> Int32 {
-            push(L, key)
-            return lua_rawget(L, 1)
-        }
-        guard field("url") == LUA_TSTRING, let url = text(L, -1), HTTPURL(url) != nil else {
-            return argError(L, 1, fname, "field 'url' must be an absolute http:// or https:// URL")
-        }
-        lifeline_pop(L, 1)
-        var method = "GET"
-        switch field("method") {
-        case LUA_TNIL: break
-        case LUA_TSTRING:
-            method = string(L, -1).uppercased()
-            guard !method.isEmpty, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A || $0 == 0x2D }) else {
-                return argError(L, 1, fname, "field 'method' must be an HTTP method such as GET or POST")
-            }
-        default: return argError(L, 1, fname, "field 'method' must be a string")
-        }
-        lifeline_pop(L, 1)
-        var body: [UInt8] = []
-        switch field("body") {
-        case LUA_TNIL: break
-        case LUA_TSTRING:
-            var length = 0
-            if let p = lua_tolstring(L, -1, &length) {
-                body = Array(UnsafeRawBufferPointer(start: p, count: length))
-            }
-        default: return argError(L, 1, fname, "field 'body' must be a string")
-        }
-        lifeline_pop(L, 1)
-        var timeout = HTTPRequest.defaultTimeout
-        switch field("timeout") {
-        case LUA_TNIL: break
-        case LUA_TNUMBER:
-            timeout = lua_tonumberx(L, -1, nil)
-            guard timeout.isFinite, timeout > 0 else {
-                return argError(L, 1, fname, "field 'timeout' must be a number of seconds > 0")
-            }
-        default: return argError(L, 1, fname, "field 'timeout' must be a number")
-        }
-        lifeline_pop(L, 1)
-        var headers: [HTTPHeader] = []
-        switch field("headers") {
-        case LUA_TNIL: break
-        case LUA_TTABLE:
-            lua_pushnil(L)
-            while lua_next(L, -2) != 0 {
-                guard lua_type(L, -2) == LUA_TSTRING, lua_type(L, -1) == LUA_TSTRING, let name = text(L, -2),
-                    let value = text(L, -1)
-                else {
-                    return argError(L, 1, fname, "field 'headers' must map header names to strings of UTF-8 text")
-                }
-                guard HTTPHeader.isValid(name: name, value: value) else {
-                    return argError(
-                        L, 1, fname,
-                        "header '\(name)' is not a valid header line: a name is a token, and neither part may hold "
-                            + "a NUL, CR or LF byte")
-                }
-                headers.append(HTTPHeader(name, value))
-                lifeline_pop(L, 1)
-            }
-            // In name order, so the same plugin sends the same request on every run.
-            headers.sort { $0.name < $1.name }
-        default: return argError(L, 1, fname, "field 'headers' must be a table")
-        }
-        lifeline_pop(L, 1)
-        guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
-        guard let (plugin, context) = context(L) else { return 0 }
-        // The body the host sends is counted against the cap until the request ends, and the
-        // response may be no longer than what is left under the cap.
-        guard let bodyCharge = HostCharge(plugin, bytes: body.count),
-            plugin.chargeEvents(2, text: 2 * (url.utf8.count + method.utf8.count))
-        else { return LIFELINE_NOMEM }
-        let room = plugin.memoryRoom
-        var request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
-        let cappedByMemory = room < request.maximumBodyBytes
-        request.maximumBodyBytes = min(request.maximumBodyBytes, room)
-        let waitID = context.http(request) { [weak work] result in
-            withExtendedLifetime(bodyCharge) {}
-            if cappedByMemory, case .failure(let failure) = result, failure.kind == .tooLarge {
-                work?.deliver(LuaBackgroundWork.outOfMemory)
-                return
-            }
-            let size = (try? result.get()).map { r in r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.utf8.count + $1.value.utf8.count } } ?? 0
-            work?.deliver(LuaBackgroundWork.results(fitting: size) { L in pushResult(L, result) })
-        }
-        guard waitID != 0 else { return 0 }
-        work.waiting(on: waitID)
-        return LIFELINE_YIELD
-    }
-
-    /// `{status, headers, body}`, or `nil, err`. Header names are lowercased; repeated headers are
-    /// joined with ", ".
-    private static func pushResult(_ L: OpaquePointer, _ result: Result<HTTPResponse, HTTPFailure>) -> Int32 {
-        switch result {
-        case .success(let response):
-            lua_createtable(L, 0, 3)
-            lua_pushinteger(L, lua_Integer(response.status))
-            lua_setfield(L, -2, "status")
-            var merged: [(String, String)] = []
-            for header in response.headers {
-                let name = header.name.lowercased()
-                if let i = merged.firstIndex(where: { $0.0 == name }) {
-                    merged[i].1 += ", " + header.value
-                } else {
-                    merged.append((name, header.value))
-                }
-            }
-            lua_createtable(L, 0, Int32(merged.count))
-            for (name, value) in merged {
-                push(L, value)
-                setField(L, name)
-            }
-            lua_setfield(L, -2, "headers")
-            response.body.withUnsafeBufferPointer { buffer in
-                _ = buffer.baseAddress.map { p in
-                    p.withMemoryRebound(to: CChar.self, capacity: buffer.count) { lua_pushlstring(L, $0, buffer.count) }
-                } ?? lua_pushlstring(L, "", 0)
-            }
-            lua_setfield(L, -2, "body")
-            return 1
-        case .failure(let failure):
-            lua_pushnil(L)
-            lifeline_push_error(L, failure.kind.rawValue, failure.message)
-            return 2
-        }
-    }
-
-    /// task:cancel()
-    static let taskCancel: lifeline_bridged = { L in
-        guard let L else { return 0 }
-        guard let handle = lifeline_to_task(L, 1) else { return typeError(L, 1, "cancel", "lifeline.task") }
-        LuaPlugin.from(L).work(id: Int(handle.pointee.id))?.interrupt(.cancelled)
-        return 0
-    }
-
-    /// task:done() -> boolean
-    static let taskDone: lifeline_bridged = { L in
-        guard let L else { return 0 }
-        guard let handle = lifeline_to_task(L, 1) else { return typeError(L, 1, "done", "lifeline.task") }
-        lua_pushboolean(L, LuaPlugin.from(L).work(id: Int(handle.pointee.id)) == nil ? 1 : 0)
-        return 1
-    }
-
-    /// task:wait() -> true | false, err
-    static let taskWait: lifeline_bridged = { L in
-        guard let L else { return 0 }
-        guard let handle = lifeline_to_task(L, 1) else { return typeError(L, 1, "wait", "lifeline.task") }
-        let plugin = LuaPlugin.from(L)
-        guard let target = plugin.work(id: Int(handle.pointee.id)) else {
-            // Finished: what became of it is in the handle.
-            let outcome = LuaBackgroundWork.Outcome(rawValue: handle.pointee.outcome) ?? .cancelled
-            lua_getiuservalue(L, 1, 1)
-            let message = lua_type(L, -1) == LUA_TSTRING ? string(L, -1) : nil
-            lifeline_pop(L, 1)
-            return LuaBackgroundWork.pushOutcome(L, outcome, message)
-        }
-        guard let work = waitingWork(L, "task:wait") else { return LIFELINE_RAISE }
-        guard work !== target else {
-            lifeline_push_where_message(L, "task:wait: a task cannot wait for itself")
-            return LIFELINE_RAISE
-        }
-        guard !target.waitsFor(work) else {
-            // The chain of waits ends at `target`, so it always ends: no cycle can form but here.
-            lifeline_push_where_message(
-                L, "task:wait: \(target.handlerName) already waits (through task:wait) for this task, "
-                    + "so each would wait for the other forever")
-            return LIFELINE_RAISE
-        }
-        work.waiting(for: target)
-        return LIFELINE_YIELD
     }
 
     /// lifeline.config: plugin.toml's [config] table, as Lua values.

@@ -45,7 +45,7 @@ public final class LuaPlugin: PluginInstance {
         self.lua = LuaPreemptor(control: control)
         lifeline_control_set_owner(control, Unmanaged.passUnretained(self).toOpaque())
         let L = lifeline_control_state(control)!
-        if lifeline_open_sandbox(L, directory) != LUA_OK || lifeline_open_module(L, &LuaModule.spec) != LUA_OK {
+        if lifeline_open_sandbox(L, directory) != LUA_OK || LuaModule.open(L) != LUA_OK {
             let message = LuaPlugin.popMessage(L)
             close()
             throw .internalError("could not open the Lua libraries for plugin '\(name)': \(message)")

@@ -111,6 +111,16 @@ final class LuaOperation: QueueOperationBody {
 
 /// `lifeline.queue` and the methods of queues and operations.
 extension LuaModule {
+    /// The methods; `lifeline.queue(name, opts)` itself is the hook `queue_new`.
+    static let queueFunctions: [(String, lifeline_bridged)] = [
+        ("queue:add", queueAdd), ("queue:addSequential", queueAddSequential), ("queue:suspend", queueSuspend),
+        ("queue:resume", queueResume), ("queue:cancelAll", queueCancelAll), ("queue:on", queueOn),
+        ("queue:count", queueCount), ("queue:isSuspended", queueIsSuspended),
+        ("operation:finish", operationFinish), ("operation:cancel", operationCancel),
+        ("operation:isCancelled", operationIsCancelled), ("operation:isFinished", operationIsFinished),
+        ("operation:wait", operationWait),
+    ]
+
     /// The queue a method is called on (its name is in the handle), or pushes why not.
     private static func queue(_ L: OpaquePointer, _ fname: String) -> (LuaPlugin, BackgroundQueue)? {
         guard lifeline_to_queue(L, 1) != nil else {

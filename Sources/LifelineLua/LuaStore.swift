@@ -9,7 +9,7 @@ import Lifeline
 /// `lifeline_store_transaction`); these are its parts.
 enum LuaStore {
     static let functions: [(String, lifeline_bridged)] = [
-        ("get", get), ("set", set), ("delete", delete), ("keys", keys),
+        ("store.get", get), ("store.set", set), ("store.delete", delete), ("store.keys", keys),
     ]
 
     /// The plugin's store, or pushes why there is none and returns nil.

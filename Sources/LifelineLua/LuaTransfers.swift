@@ -7,7 +7,8 @@ import Lifeline
 /// folder, a host the plugin may not reach, no state dir) raises a clear error.
 enum LuaTransfers {
     static let functions: [(String, lifeline_bridged)] = [
-        ("download", download), ("upload", upload), ("list", list), ("cancel", cancel),
+        ("transfers.download", download), ("transfers.upload", upload), ("transfers.list", list),
+        ("transfers.cancel", cancel),
     ]
 
     /// Reads string field `key` of the table at 1 (raw: no metamethod runs). nil when absent;

@@ -1,6 +1,9 @@
-// C helpers for the Lua bridge: Lua's macros as functions, the per-plugin control block
-// (memory accounting and watchdog preemption), the sandbox's C parts, and the trampoline that
-// raises errors for Swift. Swift never calls lua_error/luaL_error/lua_yield itself (SPEC 6.4).
+// What Swift calls of the C shim: the per-plugin control block (control.c: memory accounting and
+// watchdog preemption), the bridge (bridge.c: the trampoline that raises and yields for Swift, and
+// the protected calls into Lua), the sandbox (sandbox.c, coroutines.c, files.c), the `lifeline`
+// module (module.c, objects.c, json*.c) and Lua's macros as functions. Swift never calls
+// lua_error/luaL_error/lua_yield itself (SPEC 6.4). What the C files share among themselves only
+// is in internal.h.
 #ifndef LIFELINE_CLUASHIMS_H
 #define LIFELINE_CLUASHIMS_H
 
@@ -37,8 +40,7 @@ LifelineControl *lifeline_control_new(size_t memory_limit, void *owner);
 /// Closes the lua_State and frees the block.
 void lifeline_control_free(LifelineControl *c);
 lua_State *lifeline_control_state(LifelineControl *c);
-/// The control block of any thread (coroutine) of a plugin's state.
-LifelineControl *lifeline_control_of(lua_State *L);
+/// The owner pointer of the control block of any thread (coroutine) of a plugin's state.
 void *lifeline_owner(lua_State *L);
 void lifeline_control_set_owner(LifelineControl *c, void *owner);
 size_t lifeline_memory_used(LifelineControl *c);
@@ -97,18 +99,12 @@ int lifeline_close_thread(lua_State *L, lua_State *co);
 /// Replaces the error value on top of L with "message\nstack traceback:\n..." for coroutine co.
 void lifeline_traceback_of(lua_State *L, lua_State *co);
 
-/// Pushes a Swift function as a Lua C closure whose only upvalue is the function pointer.
-void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
 /// Pushes `msg` prefixed with where the running Lua function was called, as luaL_error does.
 void lifeline_push_where_message(lua_State *L, const char *msg, size_t len);
 /// Pushes the message luaL_argerror would raise, without raising it.
 void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg, size_t len);
 /// Pushes the message luaL_typeerror would raise, without raising it.
 void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected);
-
-/// lua_pcall with a message handler that appends a traceback to string errors.
-/// Stack: [f, args...] -> [results...] or [message-with-traceback].
-int lifeline_pcall(lua_State *L, int nargs, int nresults);
 
 /// Opens the sandboxed standard libraries from an explicit allow-list (SPEC 6.3): base without
 /// dofile/loadfile and with a text-only load, string, table, math, utf8, coroutine, and os reduced
@@ -120,17 +116,6 @@ int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
 /// file lies outside, EISDIR for a folder, EINVAL for another file that is not a plain file (a
 /// FIFO, a device), else open's own (ELOOP for a link loop).
 int lifeline_open_inside(const char *root, const char *path);
-
-/// How lifeline_load_inside ended.
-enum { LIFELINE_FILE_OK = 0, LIFELINE_FILE_MISSING, LIFELINE_FILE_OUTSIDE, LIFELINE_FILE_ERROR };
-
-/// Loads the text chunk at `path` (named "@path") when it lies inside the folder whose real path
-/// is `root` (NULL: unresolved, every load fails). Pushes the chunk and returns LUA_OK, or pushes
-/// a message and returns the error status, with `why` saying whether the file was missing or
-/// outside. Raises only for memory, and never while the file is open.
-int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *why);
-/// Registers a module value under `name` for require (pops it).
-void lifeline_preload(lua_State *L, const char *name);
 
 /// A lifecycle event as the host hands it to a Lua handler.
 typedef struct LifelineEvent {
@@ -165,47 +150,39 @@ void lifeline_unref(lua_State *L, int ref);
 /// Returns 0, or LIFELINE_NOMEM when the line does not fit under the plugin's cap.
 typedef int (*lifeline_log_sink)(lua_State *L, int level, const char *message, size_t length);
 
+/// One Swift function of the `lifeline` module, named for its place, as luaL_Reg names a C one:
+///   "on"            lifeline.on
+///   "http.request"  lifeline.http.request (lifeline.http is made on first use)
+///   "task:wait"     a method of a class of values the module hands out: "handle" (on, after),
+///                   "task" (background), "queue", "operation"
+/// A list ends with {NULL, NULL}.
 typedef struct LifelineReg {
     const char *name;
     lifeline_bridged fn;
 } LifelineReg;
 
-/// A table of functions inside the module: `lifeline.http`, `lifeline.store`, ...
-typedef struct LifelineSubtable {
-    const char *name;
-    const LifelineReg *functions;  // terminated by {NULL, NULL}
-} LifelineSubtable;
-
 /// Drops a plugin's open store transaction; never raises and touches no Lua stack.
 typedef void (*lifeline_store_rollback)(lua_State *L);
 
-/// What the `lifeline` module is made of: Swift functions, the log sink, the handle's cancel.
-typedef struct LifelineModuleSpec {
-    const LifelineReg *functions;  // terminated by {NULL, NULL}
-    lifeline_log_sink log_sink;
-    lifeline_bridged handle_cancel;
-    lifeline_bridged epoch_now;    // pushes the host clock's wall time (seconds since 1970)
-    lifeline_bridged clock_now;    // pushes seconds since the host started, on the host's clock
-    lifeline_bridged config;       // pushes the plugin's [config] table
-    const LifelineSubtable *tables;  // lifeline.http, lifeline.store, ...: terminated by {NULL, NULL}
-    const LifelineReg *task_methods;  // methods of the handle lifeline.background returns
-    lifeline_bridged queue_new;       // lifeline.queue(name, opts)
-    const LifelineReg *queue_methods;      // methods of a queue
-    const LifelineReg *operation_methods;  // methods of an operation
+/// What the module's C parts (module.c) call on the host. No Lua code sees these by name.
+typedef struct LifelineHooks {
+    lifeline_log_sink log;          // print and lifeline.log.*
+    lifeline_bridged epoch_now;     // os.time() and os.date(): pushes the host clock's wall time (seconds since 1970)
+    lifeline_bridged clock_now;     // os.clock(): pushes seconds since the host started, on the host's clock
+    lifeline_bridged config;        // lifeline.config: pushes the plugin's [config] table, once
+    lifeline_bridged queue_new;     // lifeline.queue(name, opts)
     // lifeline.store.transaction(fn), built in C so that the rollback runs on every path.
-    lifeline_bridged store_begin;          // opens the transaction (raises when one is open)
-    lifeline_bridged store_commit;         // writes it (raises, e.g. over the quota; closed either way)
+    lifeline_bridged store_begin;   // opens the transaction (raises when one is open)
+    lifeline_bridged store_commit;  // writes it (raises, e.g. over the quota; closed either way)
     lifeline_store_rollback store_rollback;
-} LifelineModuleSpec;
+} LifelineHooks;
 
-/// Pushes the `lifeline.json` table: encode, decode and null (json.c). Its functions allocate only
-/// through the state, so the plugin's memory cap counts everything they use.
-void lifeline_push_json(lua_State *L);
-
-/// Builds the `lifeline` module (global and require-able), `lifeline.log`, `lifeline.http`,
-/// `lifeline.json`, `lifeline.config`, `print`, the handle metatables, and points
-/// os.time, os.date and os.clock at the host's clock; protected. Returns the status.
-int lifeline_open_module(lua_State *L, const LifelineModuleSpec *spec);
+/// Builds the `lifeline` module (global and require-able) from `functions` (ended by {NULL,
+/// NULL}) and the C parts (lifeline.log, lifeline.json, lifeline.queue, lifeline.config,
+/// lifeline.store.transaction, `print`), makes the classes of the values it hands out, and points
+/// os.time, os.date and os.clock at the host's clock; protected. Returns the status. Neither
+/// argument is kept: the closures hold the function pointers, and Lua strings the names.
+int lifeline_open_module(lua_State *L, const LifelineReg *functions, const LifelineHooks *hooks);
 
 /// A handle returned to Lua by on() and after(): what it cancels.
 typedef struct LifelineHandle {
@@ -258,7 +235,6 @@ int lifeline_call_ref_value(lua_State *L, int ref, int argref);
 
 // Lua's macros, as functions Swift can call.
 void lifeline_pop(lua_State *L, int n);
-const char *lifeline_tostring(lua_State *L, int idx);
 int lifeline_isfunction(lua_State *L, int idx);
 int lifeline_isnoneornil(lua_State *L, int idx);
 int lifeline_registryindex(void);

@@ -1,0 +1,337 @@
+// The bridge: the one trampoline through which Lua calls Swift, and the protected calls through
+// which the host calls Lua. Swift never raises or yields (SPEC 6.4): a bridged Swift function
+// returns a code, and the trampoline here raises, yields or raises the memory error for it. Every
+// call from the host into a state runs inside lua_pcall, so no error escapes or crosses Swift.
+
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---------------------------------------------------------------- trampoline and errors
+
+// Where a waiting call continues when the host resumes its coroutine. The stack holds the call's
+// arguments (ctx of them), then what the host passed: true and the results, or false and an error.
+static char lifeline_nomem_key;
+void lifeline_push_nomem(lua_State *L) { lua_pushlightuserdata(L, &lifeline_nomem_key); }
+
+static int lifeline_wait_k(lua_State *L, int status, lua_KContext ctx) {
+    (void)status;
+    int base = (int)ctx;
+    if (!lua_toboolean(L, base + 1)) {
+        if (lua_touserdata(L, base + 2) == &lifeline_nomem_key) return lifeline_raise_nomem(L);
+        lua_settop(L, base + 2);
+        return lua_error(L);
+    }
+    return lua_gettop(L) - (base + 1);
+}
+
+static int lifeline_trampoline(lua_State *L) {
+    lifeline_bridged fn = (lifeline_bridged)lua_touserdata(L, lua_upvalueindex(1));
+    LifelineControl *c = lifeline_control_of(L);
+    // While Swift runs, an allocation past the cap must not raise: the error would longjmp
+    // through Swift frames. The few bytes a bridged call allocates are counted, and the cap
+    // applies again at the next allocation Lua makes itself.
+    c->in_bridge++;
+    int n = fn(L);
+    c->in_bridge--;
+    // No cap check here: the call's effects (a task begun, a timer set) have happened, and an
+    // error now would lose the id that undoes them. The next allocation Lua makes is checked.
+    if (n == LIFELINE_RAISE) return lua_error(L);  // the message is on top
+    if (n == LIFELINE_NOMEM) return lifeline_raise_nomem(L);
+    if (n == LIFELINE_YIELD) return lua_yieldk(L, 0, (lua_KContext)lua_gettop(L), lifeline_wait_k);
+    return n;
+}
+
+void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
+    lua_pushlightuserdata(L, (void *)fn);       // stack: ..., fn
+    lua_pushcclosure(L, lifeline_trampoline, 1);  // stack: ..., closure
+}
+
+void lifeline_push_where_message(lua_State *L, const char *msg, size_t len) {
+    luaL_where(L, 1);              // stack: ..., where
+    lua_pushlstring(L, msg, len);  // stack: ..., where, msg
+    lua_concat(L, 2);              // stack: ..., full
+}
+
+void lifeline_push_argerror(lua_State *L, int arg, const char *fname, const char *msg, size_t len) {
+    luaL_where(L, 1);                                              // stack: ..., where
+    lua_pushfstring(L, "bad argument #%d to '%s' (", arg, fname);  // stack: ..., where, head
+    lua_pushlstring(L, msg, len);                                  // stack: ..., where, head, msg
+    lua_pushliteral(L, ")");
+    lua_concat(L, 4);                                              // stack: ..., full
+}
+
+void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const char *expected) {
+    const char *got = luaL_typename(L, arg);
+    const char *msg = lua_pushfstring(L, "%s expected, got %s", expected, got);  // stack: ..., msg
+    lifeline_push_argerror(L, arg, fname, msg, strlen(msg));                      // stack: ..., msg, full
+    lua_remove(L, -2);                                                            // stack: ..., full
+}
+
+// The text of the error value at index 1, as lua.c's message handler finds it: the value itself
+// when it is a string or a number, else what its __tostring returns (left on top of the stack,
+// and *meta set), else "(error object is a T value)".
+static const char *lifeline_error_text(lua_State *L, int *meta) {
+    const char *msg = lua_tostring(L, 1);
+    *meta = 0;
+    if (msg != NULL) return msg;
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+        *meta = 1;
+        return lua_tostring(L, -1);
+    }
+    return lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+}
+
+static int lifeline_msgh(lua_State *L) {
+    int meta;
+    const char *msg = lifeline_error_text(L, &meta);
+    if (meta) return 1;  // as lua.c: what __tostring gave, without a traceback
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int lifeline_pcall(lua_State *L, int nargs, int nresults) {
+    LifelineControl *c = lifeline_control_of(L);
+    int base = lua_gettop(L) - nargs;      // index of the function
+    lua_pushcfunction(L, lifeline_msgh);   // stack: ..., f, args..., msgh
+    lua_insert(L, base);                   // stack: ..., msgh, f, args...
+    LifelineControl *outer = lifeline_enter(c);
+    int status = lua_pcall(L, nargs, nresults, base);
+    lifeline_leave(c, outer);
+    lua_remove(L, base);                   // stack: ..., results or message
+    return status;
+}
+
+// ---------------------------------------------------------------- coroutines that the watchdog can reach
+
+void lifeline_bridge_enter(lua_State *L) { lifeline_control_of(L)->in_bridge++; }
+void lifeline_bridge_leave(lua_State *L) { lifeline_control_of(L)->in_bridge--; }
+
+int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
+    LifelineControl *c = lifeline_control_of(L);
+    c->deep_oom = 0;
+    int nres = 0;
+    LifelineControl *outer = lifeline_enter(c);
+    lua_State *prev = atomic_exchange(&c->current, co);
+    // A stop signal handled just before the exchange armed only `prev`.
+    if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
+    int status = lua_resume(co, L, nargs, &nres);
+    atomic_store(&c->current, prev);
+    lifeline_leave(c, outer);
+    if (status == LUA_OK || status == LUA_YIELD) {
+        lua_pop(co, nres);
+    } else {
+        // A copy: the error stays on top of co, where closing co hands it to its to-be-closed
+        // variables.
+        c->in_bridge++;
+        lua_pushvalue(co, -1);
+        lua_xmove(co, L, 1);
+        c->in_bridge--;
+    }
+    return status;
+}
+
+int lifeline_close_thread(lua_State *L, lua_State *co) {
+    LifelineControl *c = lifeline_control_of(L);
+    int died = lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD;
+    if (died) {  // remember the error it died of, to tell a new one from it
+        c->in_bridge++;
+        lua_pushvalue(co, -1);
+        lua_xmove(co, L, 1);  // stack: ..., original
+        c->in_bridge--;
+    }
+    LifelineControl *outer = lifeline_enter(c);
+    lua_State *prev = atomic_exchange(&c->current, co);
+    if (atomic_load(&c->preempt)) lifeline_arm_hook(co);
+#if LUA_VERSION_RELEASE_NUM >= 50406
+    int status = lua_closethread(co, L);
+#else
+    int status = lua_resetthread(co);
+#endif
+    atomic_store(&c->current, prev);
+    lifeline_leave(c, outer);
+    if (status != LUA_OK) {
+        c->in_bridge++;
+        lua_xmove(co, L, 1);  // stack: ..., [original,] error
+        c->in_bridge--;
+    }
+    if (died) {
+        if (status == LUA_OK || lua_rawequal(L, -1, -2)) {
+            lua_settop(L, lua_gettop(L) - (status == LUA_OK ? 1 : 2));  // only the old error: closed cleanly
+            return LUA_OK;
+        }
+        lua_remove(L, -2);  // stack: ..., error
+    }
+    return status;
+}
+
+// Runs protected, with the memory cap on: the error value's __tostring is plugin code.
+static int lifeline_traceback_thunk(lua_State *L) {
+    lua_State *co = (lua_State *)lua_touserdata(L, 2);  // stack: err, co
+    int meta;
+    const char *msg = lifeline_error_text(L, &meta);
+    luaL_traceback(L, co, msg, 0);
+    return 1;
+}
+
+void lifeline_traceback_of(lua_State *L, lua_State *co) {
+    // None of these three pushes allocates: a light C function, a light userdata, a rotation.
+    lua_pushcfunction(L, lifeline_traceback_thunk);  // stack: ..., err, thunk
+    lua_insert(L, -2);                               // stack: ..., thunk, err
+    lua_pushlightuserdata(L, co);                    // stack: ..., thunk, err, co
+    LifelineControl *c = lifeline_control_of(L);
+    LifelineControl *outer = lifeline_enter(c);      // __tostring is plugin code: stoppable
+    int status = lua_pcall(L, 2, 1, 0);              // stack: ..., message | failure
+    lifeline_leave(c, outer);
+    if (status != LUA_OK) {
+        c->in_bridge++;
+        lua_pop(L, 1);
+        lua_pushliteral(L, "(the error object's __tostring failed)");
+        c->in_bridge--;
+    }
+}
+
+// ---------------------------------------------------------------- calls from the host
+
+// Everything the host does to a state from outside Lua happens inside lua_pcall, so no error can
+// escape unprotected (which would abort) or longjmp through Swift.
+
+// The strings every event table holds (its keys, the event names, the states), made once per
+// state and kept in a registry table by slot: pushing one is an array read, not a hash of its text.
+enum { SLOT_NAME = 1, SLOT_TIME, SLOT_STATE, SLOT_FIRST_VALUE };
+
+// Pushes the string in `slot` of the cache at `cache` (an absolute index), making it from `text`
+// the first time; slot 0 pushes `text` without caching.
+static void lifeline_push_cached(lua_State *L, int cache, int slot, const char *text) {
+    if (slot <= 0) {
+        lua_pushstring(L, text);
+        return;
+    }
+    if (lua_rawgeti(L, cache, slot) == LUA_TSTRING) return;
+    lua_pop(L, 1);
+    lua_pushstring(L, text);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, cache, slot);
+}
+
+static int lifeline_call_thunk(lua_State *L) {
+    lua_Integer ref = lua_tointeger(L, 1);
+    const LifelineEvent *ev = (const LifelineEvent *)lua_touserdata(L, 2);
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);  // stack: f
+    if (ev == NULL) {
+        lua_call(L, 0, 0);
+        return 0;
+    }
+    LifelineControl *c = lifeline_control_of(L);
+    if (c->strings_ref == 0) {
+        lua_newtable(L);
+        c->strings_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->strings_ref);  // stack: f, cache
+    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);     // stack: f, cache, event
+    lifeline_push_cached(L, 2, SLOT_NAME, "name");
+    lifeline_push_cached(L, 2, ev->name_slot > 0 ? SLOT_FIRST_VALUE + ev->name_slot : 0, ev->name);
+    lua_rawset(L, 3);
+    lifeline_push_cached(L, 2, SLOT_TIME, "time");
+    lua_pushnumber(L, ev->time);
+    lua_rawset(L, 3);
+    lifeline_push_cached(L, 2, SLOT_STATE, "state");
+    lifeline_push_cached(L, 2, ev->state_slot > 0 ? SLOT_FIRST_VALUE + 64 + ev->state_slot : 0, ev->state);
+    lua_rawset(L, 3);
+    lua_remove(L, 2);                                    // stack: f, event
+    if (ev->transfer_id) {
+        lua_pushstring(L, ev->transfer_id);
+        lua_setfield(L, -2, "id");
+        if (ev->reason) {
+            lua_pushstring(L, ev->reason);
+            lua_setfield(L, -2, "reason");
+        }
+        if (ev->received >= 0) {
+            lua_pushinteger(L, (lua_Integer)ev->received);
+            lua_setfield(L, -2, "received");
+        }
+        if (ev->total >= 0) {
+            lua_pushinteger(L, (lua_Integer)ev->total);
+            lua_setfield(L, -2, "total");
+        }
+    }
+    lua_call(L, 1, 0);                  // stack: (empty)
+    return 0;
+}
+
+int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
+    lifeline_control_of(L)->deep_oom = 0;
+    lua_pushcfunction(L, lifeline_call_thunk);  // stack: thunk (a light C function: no allocation)
+    lua_pushinteger(L, ref);                    // stack: thunk, ref
+    lua_pushlightuserdata(L, (void *)event);    // stack: thunk, ref, event
+    return lifeline_pcall(L, 2, 0);             // stack: (empty) or message
+}
+
+static int lifeline_call_value_thunk(lua_State *L) {
+    lua_Integer ref = lua_tointeger(L, 1);
+    lua_Integer argref = lua_tointeger(L, 2);
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);     // stack: f
+    lua_rawgeti(L, LUA_REGISTRYINDEX, argref);  // stack: f, arg
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+int lifeline_call_ref_value(lua_State *L, int ref, int argref) {
+    lifeline_control_of(L)->deep_oom = 0;
+    lua_pushcfunction(L, lifeline_call_value_thunk);
+    lua_pushinteger(L, ref);
+    lua_pushinteger(L, argref);
+    return lifeline_pcall(L, 2, 0);
+}
+
+static int lifeline_run_file_thunk(lua_State *L) {
+    const char *path = (const char *)lua_touserdata(L, 1);
+    lua_settop(L, 0);
+    int why;
+    if (lifeline_loadfile_text(L, path, &why) != LUA_OK) {  // stack: message
+        // A compile error is returned, not raised: it needs no traceback.
+        lua_pushboolean(L, 0);  // stack: message, false
+        lua_insert(L, -2);      // stack: false, message
+        return 2;
+    }
+    lua_call(L, 0, 0);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+int lifeline_run_file(lua_State *L, const char *path) {
+    lifeline_control_of(L)->deep_oom = 0;
+    lua_pushcfunction(L, lifeline_run_file_thunk);
+    lua_pushlightuserdata(L, (void *)path);
+    int status = lifeline_pcall(L, 1, 2);  // stack: true, nil | false, message | error
+    if (status != LUA_OK) return status;
+    if (lua_toboolean(L, -2)) {
+        lua_pop(L, 2);
+        return LUA_OK;
+    }
+    lua_remove(L, -2);  // stack: message
+    return LUA_ERRSYNTAX;
+}
+
+void lifeline_unref(lua_State *L, int ref) {
+    LifelineControl *c = lifeline_control_of(L);
+    c->in_bridge++;
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
+    c->in_bridge--;
+}
+
+int lifeline_ref_function(lua_State *L, int idx) {
+    lua_pushvalue(L, idx);
+    return luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+// ---------------------------------------------------------------- macros
+
+void lifeline_pop(lua_State *L, int n) { lua_pop(L, n); }
+int lifeline_isfunction(lua_State *L, int idx) { return lua_isfunction(L, idx); }
+int lifeline_isnoneornil(lua_State *L, int idx) { return lua_isnoneornil(L, idx); }
+int lifeline_registryindex(void) { return LUA_REGISTRYINDEX; }
+lua_Number lifeline_huge(void) { return HUGE_VAL; }

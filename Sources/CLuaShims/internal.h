@@ -1,0 +1,93 @@
+// What the shim's C files share and Swift never sees, as Lua keeps lstate.h and its LUAI_FUNC
+// functions to itself. The public header, include/CLuaShims.h, holds only what Swift calls.
+#ifndef LIFELINE_INTERNAL_H
+#define LIFELINE_INTERNAL_H
+
+#include "CLuaShims.h"
+
+#include <stdatomic.h>
+
+/// A function one C file of the shim exports to the others, hidden outside the library.
+#define LIFELINE_FUNC __attribute__((visibility("hidden"))) extern
+
+// ---------------------------------------------------------------- control.c
+
+struct LifelineControl {
+    lua_State *main;
+    void *owner;
+    size_t used;   // bytes the state holds; touched only by the allocator (the plugin's thread)
+    size_t limit;  // the cap; past it allocations fail and Lua raises a memory error
+    int in_bridge;  // > 0 while Swift code runs inside a Lua call: the cap is lifted so no error longjmps through it
+    int stopping;   // set by the hook once the stop hit: every allocation fails from then on
+    int deep_oom;   // the cap was hit this many calls deep or more: runaway recursion, reported as a stack overflow
+    atomic_int preempt;                 // a stop is asked for the call now running: set by the watchdog thread
+    _Atomic(lua_State *) current;       // the thread (coroutine) running now; executor thread and its signal handler
+    atomic_int thread;                  // kernel id of the OS thread inside a call into this state; 0 between calls
+    int depth;                          // calls into this state on that thread's stack (executor thread only)
+    char *traceback;                    // where the stop first hit; malloc'd, freed on clear
+    int strings_ref;                    // registry ref of the event strings made so far; 0: none yet
+};
+
+/// The control block of any thread (coroutine) of a plugin's state: every thread copies the main
+/// thread's extra space, where lifeline_control_new put it.
+static inline LifelineControl *lifeline_control_of(lua_State *L) {
+    return *(LifelineControl **)lua_getextraspace(L);
+}
+
+/// Raises LUA_ERRMEM, Lua's own "not enough memory", by asking for an allocation the cap refuses.
+LIFELINE_FUNC int lifeline_raise_nomem(lua_State *L);
+
+/// Every call from the host into a state goes between these two, on the calling thread: they tell
+/// the watchdog where to send the stop, and the signal handler which state to arm. lifeline_enter
+/// returns the state this thread was running before (calls may nest), for lifeline_leave.
+LIFELINE_FUNC LifelineControl *lifeline_enter(LifelineControl *c);
+LIFELINE_FUNC void lifeline_leave(LifelineControl *c, LifelineControl *outer);
+/// Installs the stop's hook on `L`; only on the thread that runs it.
+LIFELINE_FUNC void lifeline_arm_hook(lua_State *L);
+
+// ---------------------------------------------------------------- bridge.c
+
+/// Pushes a Swift function as a Lua C closure whose only upvalue is the function pointer.
+LIFELINE_FUNC void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
+/// lua_pcall with a message handler that appends a traceback to string errors, entered as a call
+/// the watchdog can stop. Stack: [f, args...] -> [results...] or [message-with-traceback].
+LIFELINE_FUNC int lifeline_pcall(lua_State *L, int nargs, int nresults);
+
+// ---------------------------------------------------------------- files.c
+
+/// How lifeline_load_inside ended.
+enum { LIFELINE_FILE_OK = 0, LIFELINE_FILE_MISSING, LIFELINE_FILE_OUTSIDE, LIFELINE_FILE_ERROR };
+
+/// Loads the text chunk at `path` (named "@path") when it lies inside the folder whose real path
+/// is `root` (NULL: unresolved, every load fails). Pushes the chunk and returns LUA_OK, or pushes
+/// a message and returns the error status, with `why` saying whether the file was missing or
+/// outside. Raises only for memory, and never while the file is open.
+LIFELINE_FUNC int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *why);
+
+// ---------------------------------------------------------------- sandbox.c
+
+/// Loads a text chunk from `path`, which must lie inside the plugin's folder: pushes the chunk and
+/// returns LUA_OK, or pushes a message that names the file and returns the error status, with
+/// `why` (LIFELINE_FILE_*) saying why.
+LIFELINE_FUNC int lifeline_loadfile_text(lua_State *L, const char *path, int *why);
+/// Registers the value on top of the stack as module `name` for require (pops it).
+LIFELINE_FUNC void lifeline_preload(lua_State *L, const char *name);
+
+// ---------------------------------------------------------------- coroutines.c
+
+/// Replaces resume, wrap and close in the coroutine table on top of the stack with the ones that
+/// tell the watchdog which coroutine runs and refuse the coroutines the host runs.
+LIFELINE_FUNC void lifeline_open_coroutines(lua_State *L);
+
+// ---------------------------------------------------------------- objects.c
+
+/// Makes the metatables of the userdata the module hands out (handles, tasks, queues, operations)
+/// and of its error values. A class's methods are the entries of `functions` named "class:method".
+LIFELINE_FUNC void lifeline_open_objects(lua_State *L, const LifelineReg *functions);
+
+// ---------------------------------------------------------------- json.c
+
+/// Pushes the `lifeline.json` table.
+LIFELINE_FUNC int lifeline_open_json(lua_State *L);
+
+#endif
