@@ -69,7 +69,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "LifelineTests", dependencies: ["Lifeline"]),
+        .testTarget(
+            name: "LifelineTests",
+            // GRDB: a migration test writes an older host's state database by hand.
+            dependencies: ["Lifeline", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "LifelineLuaTests",
             dependencies: [

@@ -120,11 +120,18 @@ public final class StateDatabase: Sendable {
                     );
                     """)
         }
-        // The etag and last_modified columns of "transfers" are unused: the validators of a
-        // partial file live beside it (`DownloadFile`), so they always describe its bytes.
         m.registerMigration("transfer-tags") { db in
             // The id a plugin gave its transfer (`download{id = ...}`); NULL: the row's id serves.
             try db.execute(sql: "ALTER TABLE transfers ADD COLUMN tag TEXT")
+        }
+        m.registerMigration("transfers-without-validators") { db in
+            // A partial file's validators live beside it (its `.partial` sidecar), so they always
+            // describe its bytes; these columns were never written. (SQLite 3.35 and later.)
+            try db.execute(
+                sql: """
+                    ALTER TABLE transfers DROP COLUMN etag;
+                    ALTER TABLE transfers DROP COLUMN last_modified;
+                    """)
         }
         return m
     }
