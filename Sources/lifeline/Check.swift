@@ -27,7 +27,7 @@ struct Check: ParsableCommand {
 
     @OptionGroup var profileOptions: ProfileOptions
 
-    /// Given to the process that checks one plugin (see `PluginCheckProcess`): its name...
+    /// Given to the process that checks one plugin (see `ChildProcess`): its name...
     @Option(help: .hidden)
     var onlyPlugin: String?
 
@@ -45,7 +45,7 @@ struct Check: ParsableCommand {
         bootstrapLogging(level: profileOptions.level)
         if let onlyPlugin, let checkStateDir { checkOne(onlyPlugin, stateDirectory: checkStateDir) }
         // Ended by a signal, the check still removes its state dirs and the plugin's process.
-        ExitOnSignals.install(before: PluginCheckProcess.killRunning)
+        ExitOnSignals.install(before: ChildProcess.killRunning)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let descriptors = try pluginOptions.descriptors().sorted { $0.name < $1.name }
             let profile = try profileOptions.resolved()
@@ -60,11 +60,12 @@ struct Check: ParsableCommand {
                 guard mkdir(stateDirectory, 0o700) == 0 else {
                     throw .internalError("cannot make '\(stateDirectory)': \(String(cString: strerror(errno)))")
                 }
-                let verdict = PluginCheckProcess.run(
-                    descriptor, limit: profile.launchLimit, timeout: timeout,
-                    arguments: Array(CommandLine.arguments.dropFirst())
+                let outcome = ChildProcess.run(
+                    Array(CommandLine.arguments.dropFirst())
                         // With "=", a name that starts with "-" is still read as the value.
-                        + ["--only-plugin=\(descriptor.name)", "--check-state-dir=\(stateDirectory)"])
+                        + ["--only-plugin=\(descriptor.name)", "--check-state-dir=\(stateDirectory)"],
+                    directory: stateDirectory, timeout: timeout, sharesStderr: true)
+                let verdict = Verdict(outcome, of: descriptor, limit: profile.launchLimit)
                 writeLine(verdict.text)
                 switch verdict.kind {
                 case .loaded: break
@@ -109,6 +110,50 @@ struct Check: ParsableCommand {
             Foundation.exit(0)
         } catch {
             exitWithError(error)
+        }
+    }
+}
+
+/// What became of one plugin's check, from what its process did.
+private struct Verdict {
+    enum Kind {
+        case loaded
+        case failed
+        /// The process ended without saying (it crashed, say): a host error, not the plugin's.
+        case noVerdict
+    }
+    var kind: Kind
+    /// The line(s) to print: what the process printed, or what the check says in its place.
+    var text: String
+
+    init(kind: Kind, text: String) {
+        self.kind = kind
+        self.text = text
+    }
+
+    init(_ outcome: ChildProcess.Outcome, of descriptor: PluginDescriptor, limit: Double) {
+        let label = "\(descriptor.name) (\(descriptor.kind.rawValue))"
+        if let startError = outcome.startError {
+            self.init(kind: .noVerdict, text: "FAIL \(label): the check could not start a process for it: \(startError)")
+            return
+        }
+        if outcome.timedOut {
+            let message = "plugin '\(descriptor.name)' did not finish loading within the launch limit "
+                + "(\(ReportNumber.seconds(limit)) s) and could not be stopped"
+            self.init(kind: .failed, text: "FAIL \(label): \(message)")
+            return
+        }
+        let printed = outcome.stdout.trimmingCharacters(in: .newlines)
+        let status = outcome.status ?? 0
+        if outcome.exited && status == 0 && printed.hasPrefix("ok ") {
+            self.init(kind: .loaded, text: printed)
+        } else if outcome.exited && status == 65 && printed.hasPrefix("FAIL ") {
+            self.init(kind: .failed, text: printed)
+        } else {
+            let how = outcome.exited ? "exit status \(status)" : "signal \(status)"
+            let said = printed.isEmpty ? "" : printed + "\n"
+            self.init(
+                kind: .noVerdict, text: said + "FAIL \(label): the check of this plugin ended without a verdict (\(how))")
         }
     }
 }

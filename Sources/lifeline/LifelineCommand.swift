@@ -106,15 +106,3 @@ func checkWritable(_ path: String?, _ flag: String) {
     }
     exitWithError(.internalError("cannot write '\(path)' (\(flag)): \(problem)"))
 }
-
-func writeFile(_ text: String, to path: String) throws(LifelineError) {
-    if path == "-" {
-        FileHandle.standardOutput.write(Data(text.utf8))
-        return
-    }
-    do {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-    } catch {
-        throw .internalError("cannot write '\(path)': \(error.localizedDescription)")
-    }
-}

@@ -26,8 +26,8 @@ struct PictureOptions: ParsableArguments {
     /// Writes the pictures asked for. The lane chart goes to stdout, or to stderr when stdout
     /// already carries the report (`--report -`).
     func write(_ runs: [RenderedRun], stdoutTaken: Bool) throws(LifelineError) {
-        if let html { try writeFile(ReportPage.html(runs), to: html) }
-        if let trace { try writeFile(ChromeTrace.json(runs).serialized() + "\n", to: trace) }
+        if let html { try RunOutput.write(ReportPage.html(runs), to: html) }
+        if let trace { try RunOutput.write(ChromeTrace.json(runs).serialized() + "\n", to: trace) }
         if lanes {
             let fd: Int32 = stdoutTaken ? 2 : 1
             let text = runs.map { LaneChart.text($0, width: Terminal.width(fd), colour: Terminal.colours(fd)) }

@@ -7,26 +7,26 @@ struct ProfileOptions: ParsableArguments {
     @Option(help: "The profile: ios6, ios7 or ios13.")
     var profile: String = "ios13"
 
-    @Option(help: ArgumentHelp("Background time budget in seconds.", valueName: "SECONDS"), transform: seconds("--budget"))
-    var budget: Double?
+    @Option(help: SecondsOption.budget.help)
+    var budget: Profile.Seconds?
 
-    @Option(help: ArgumentHelp("Seconds before the budget runs out that expiration handlers are called.", valueName: "SECONDS"), transform: seconds("--expiration-lead"))
-    var expirationLead: Double?
+    @Option(help: SecondsOption.expirationLead.help)
+    var expirationLead: Profile.Seconds?
 
-    @Option(help: ArgumentHelp("Watchdog limit in seconds for loading plugins and for didFinishLaunching.", valueName: "SECONDS"), transform: seconds("--launch-limit"))
-    var launchLimit: Double?
+    @Option(help: SecondsOption.launchLimit.help)
+    var launchLimit: Profile.Seconds?
 
-    @Option(help: ArgumentHelp("Watchdog limit in seconds for didEnterBackground.", valueName: "SECONDS"), transform: seconds("--background-limit"))
-    var backgroundLimit: Double?
+    @Option(help: SecondsOption.backgroundLimit.help)
+    var backgroundLimit: Profile.Seconds?
 
-    @Option(help: ArgumentHelp("Watchdog limit in seconds for other notifications and timers.", valueName: "SECONDS"), transform: seconds("--transition-limit"))
-    var transitionLimit: Double?
+    @Option(help: SecondsOption.transitionLimit.help)
+    var transitionLimit: Profile.Seconds?
 
-    @Option(help: ArgumentHelp("Watchdog limit in seconds for willTerminate.", valueName: "SECONDS"), transform: seconds("--terminate-limit"))
-    var terminateLimit: Double?
+    @Option(help: SecondsOption.terminateLimit.help)
+    var terminateLimit: Profile.Seconds?
 
-    @Option(help: ArgumentHelp("Watchdog limit in seconds for each expiration handler.", valueName: "SECONDS"), transform: seconds("--expiration-handler-limit"))
-    var expirationHandlerLimit: Double?
+    @Option(help: SecondsOption.expirationHandlerLimit.help)
+    var expirationHandlerLimit: Profile.Seconds?
 
     @Option(help: "How many background tasks may be active at once.")
     var taskLimit: Int?
@@ -35,16 +35,7 @@ struct ProfileOptions: ParsableArguments {
     var logLevel: String = "info"
 
     func validate() throws {
-        let figures: [(String, Double?)] = [
-            ("--budget", budget), ("--expiration-lead", expirationLead), ("--launch-limit", launchLimit),
-            ("--background-limit", backgroundLimit), ("--transition-limit", transitionLimit),
-            ("--terminate-limit", terminateLimit), ("--expiration-handler-limit", expirationHandlerLimit),
-        ]
-        for (flag, value) in figures {
-            if let value, !(value.isFinite && value >= 0) {
-                throw ValidationError("\(flag) must be a number of seconds >= 0")
-            }
-        }
+        _ = try figuresInSeconds()
         if let taskLimit, taskLimit < 1 { throw ValidationError("--task-limit must be at least 1") }
         if Logger.Level(rawValue: logLevel) == nil && logLevel != "warning" {
             throw ValidationError("--log-level must be debug, info, warning or error")
@@ -56,28 +47,71 @@ struct ProfileOptions: ParsableArguments {
 
     func resolved() throws(LifelineError) -> Profile {
         var p = try Profile.named(profile)
-        if let budget { p.budget = budget }
-        if let expirationLead { p.expirationLead = expirationLead }
-        if let launchLimit { p.launchLimit = launchLimit }
-        if let backgroundLimit { p.backgroundLimit = backgroundLimit }
-        if let transitionLimit { p.transitionLimit = transitionLimit }
-        if let terminateLimit { p.terminateLimit = terminateLimit }
-        if let expirationHandlerLimit { p.expirationHandlerLimit = expirationHandlerLimit }
+        // validate() has read them all.
+        guard let figures = try? figuresInSeconds() else { throw .internalError("a profile figure was not validated") }
+        for (figure, seconds) in figures { p[keyPath: figure] = seconds }
         if let taskLimit { p.taskLimit = taskLimit }
         return p
     }
+
+    /// The figures given in seconds, each read: one that is not a number of seconds gets
+    /// ArgumentParser's message for a value it cannot read, one out of range ours.
+    private func figuresInSeconds() throws -> [(WritableKeyPath<Profile, Double>, Double)] {
+        let given: [(SecondsOption, Profile.Seconds?, WritableKeyPath<Profile, Double>)] = [
+            (.budget, budget, \.budget), (.expirationLead, expirationLead, \.expirationLead),
+            (.launchLimit, launchLimit, \.launchLimit), (.backgroundLimit, backgroundLimit, \.backgroundLimit),
+            (.transitionLimit, transitionLimit, \.transitionLimit), (.terminateLimit, terminateLimit, \.terminateLimit),
+            (.expirationHandlerLimit, expirationHandlerLimit, \.expirationHandlerLimit),
+        ]
+        var figures: [(WritableKeyPath<Profile, Double>, Double)] = []
+        for (option, text, figure) in given {
+            guard let seconds = try option.value(text) else { continue }
+            guard seconds.isFinite && seconds >= 0 else {
+                throw ValidationError("\(option.flag) must be a number of seconds >= 0")
+            }
+            figures.append((figure, seconds))
+        }
+        return figures
+    }
 }
 
-/// Reads a command-line number of seconds: a plain number (`30`, `0.25`), or a duration as a
-/// scenario writes one (`500ms`, `2m`, `5m10s`), since every duration Lifeline reads takes the
-/// same forms. Range checks are the option's own.
-func seconds(_ flag: String) -> @Sendable (String) throws -> Double {
-    { text in
-        if let value = Double(text) { return value }
+extension Profile.Seconds: ExpressibleByArgument {
+    /// Takes any text: it is read in `validate`, where the flag is known, so that the message can
+    /// name the flag and say what is wrong (`SecondsOption.value`).
+    public init?(argument: String) { self.init(argument) }
+}
+
+/// An option given in seconds (`Profile.Seconds`): its flag and help, and its value, read with the
+/// message ArgumentParser gives a value it cannot read, the reason and the help line included.
+struct SecondsOption: Sendable {
+    let flag: String
+    let abstract: String
+
+    static let budget = SecondsOption(flag: "--budget", abstract: "Background time budget in seconds.")
+    static let expirationLead = SecondsOption(
+        flag: "--expiration-lead", abstract: "Seconds before the budget runs out that expiration handlers are called.")
+    static let launchLimit = SecondsOption(
+        flag: "--launch-limit", abstract: "Watchdog limit in seconds for loading plugins and for didFinishLaunching.")
+    static let backgroundLimit = SecondsOption(
+        flag: "--background-limit", abstract: "Watchdog limit in seconds for didEnterBackground.")
+    static let transitionLimit = SecondsOption(
+        flag: "--transition-limit", abstract: "Watchdog limit in seconds for other notifications and timers.")
+    static let terminateLimit = SecondsOption(
+        flag: "--terminate-limit", abstract: "Watchdog limit in seconds for willTerminate.")
+    static let expirationHandlerLimit = SecondsOption(
+        flag: "--expiration-handler-limit", abstract: "Watchdog limit in seconds for each expiration handler.")
+
+    var help: ArgumentHelp { ArgumentHelp(abstract, valueName: "SECONDS") }
+
+    /// The seconds `given` says; nil when the option was not given.
+    func value(_ given: Profile.Seconds?) throws -> Double? {
+        guard let given else { return nil }
         do throws(LifelineError) {
-            return try Scenario.parseTime(text, at: flag).seconds
+            return try given.value(at: flag)
         } catch {
-            throw ValidationError(error.message)
+            throw ValidationError(
+                "The value '\(given.text)' is invalid for '\(flag) <SECONDS>': \(error.message)\n"
+                    + "Help:  \(flag) <SECONDS>  \(abstract)")
         }
     }
 }

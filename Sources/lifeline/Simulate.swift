@@ -86,12 +86,15 @@ struct Simulate: ParsableCommand {
                 throw .badInput("\(scenario):1: the scenario is not valid UTF-8")
             }
             let parsed = try Scenario.parse(text, fileName: scenario)
-            let descriptors = try pluginOptions.descriptors(for: parsed)
+            var setup = try RunSetup(
+                pluginOptions, profileOptions, pictures: pictures, scenario: parsed, stateDirectory: stateDir,
+                reportPath: report)
+            setup.watchdogScale = watchdogScale
+            setup.isDrawn = setup.isDrawn || renderData != nil
             let limit = try until.map { u throws(LifelineError) in try Scenario.parseTime(u, at: "--until") }
-            let outputs = Outputs(
-                scenario: parsed, reportPath: report, pictures: pictures, renderData: renderData)
-            var configuration = HostConfiguration(
-                profile: try profileOptions.resolved(), watchdogScale: watchdogScale,
+            let outputs = Outputs(scenario: parsed, setup: setup, pictures: pictures, renderData: renderData)
+            let recorder = try Simulation.run(
+                scenario: parsed, setup: setup, until: limit,
                 onUnpreemptibleOverrun: { overrun in
                     // W3: Swift code cannot be stopped; give the verdict now and end the process.
                     switch overrun {
@@ -101,10 +104,6 @@ struct Simulate: ParsableCommand {
                         exitWithError(error)
                     }
                 })
-            configuration.recordsHandlerCalls = pictures.any || renderData != nil
-            if let stateDir { configuration.database = try StateDatabase.open(stateDirectory: stateDir) }
-            let recorder = try Simulation.run(
-                scenario: parsed, plugins: descriptors, configuration: configuration, until: limit)
             return try outputs.write(recorder)
         }
     }
@@ -114,7 +113,7 @@ struct Simulate: ParsableCommand {
 /// the pictures. Returns the exit code.
 private struct Outputs: Sendable {
     let scenario: Scenario
-    let reportPath: String?
+    let setup: RunSetup
     let pictures: PictureOptions
     let renderData: String?
 
@@ -125,10 +124,10 @@ private struct Outputs: Sendable {
             FileHandle.standardError.write(Data((Terminal.safe(result.message, indent: "    ") + "\n").utf8))
         }
         let report = recorder.report()
-        if let reportPath { try writeFile(report.serialized(pretty: true) + "\n", to: reportPath) }
+        try setup.writeReport(report)
         let run = RenderedRun(title: scenario.fileName, report: report, calls: recorder.handlerCalls)
-        if let renderData { try writeFile(run.json.serialized() + "\n", to: renderData) }
-        try pictures.write([run], stdoutTaken: reportPath == "-")
+        if let renderData { try RunOutput.write(run.json.serialized() + "\n", to: renderData) }
+        try pictures.write([run], stdoutTaken: setup.reportPath == "-")
         return Expectation.exitCode(results, withoutExpectations: recorder.exitCode)
     }
 }

@@ -40,11 +40,11 @@ struct TestCommand: ParsableCommand {
     @Option(help: "How many scenarios to simulate at once (default: the number of cores).")
     var jobs: Int?
 
-    @Option(help: ArgumentHelp(
-        "Kill a scenario's simulation that runs longer than this many real seconds (or 5m …), and fail it "
-            + "(default: 300).",
-        valueName: "SECONDS"), transform: seconds("--timeout"))
-    var timeout: Double = 300
+    @Option(help: SecondsOption.timeout.help)
+    var timeout: Profile.Seconds?
+
+    /// `--timeout` in seconds (`validate` has read it).
+    private var timeoutSeconds: Double { ((try? SecondsOption.timeout.value(timeout)) ?? nil) ?? 300 }
 
     @Option(help: "Multiply real handler time by this before comparing it with a watchdog limit.")
     var watchdogScale: Double?
@@ -60,7 +60,8 @@ struct TestCommand: ParsableCommand {
 
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
-        if !(timeout.isFinite && timeout > 0) { throw ValidationError("--timeout must be a number of seconds > 0") }
+        let seconds = try SecondsOption.timeout.value(timeout) ?? 300
+        if !(seconds.isFinite && seconds > 0) { throw ValidationError("--timeout must be a number of seconds > 0") }
         checkWritable(junit, "--junit")
         checkWritable(html, "--html")
         checkWritable(trace, "--trace")
@@ -71,7 +72,7 @@ struct TestCommand: ParsableCommand {
 
     func run() throws {
         // Ended by a signal, the test still ends its simulations and removes its temporary folder.
-        ExitOnSignals.install(before: ScenarioProcess.killRunning)
+        ExitOnSignals.install(before: ChildProcess.killRunning)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let files = try ScenarioFile.find(in: directory)
             guard !files.isEmpty else {
@@ -90,12 +91,12 @@ struct TestCommand: ParsableCommand {
                         classname: $0.file.plugin, name: $0.file.stem, seconds: $0.seconds, failure: $0.lines,
                         stderr: $0.passed ? "" : $0.stderr)
                 }
-                try writeFile(JUnit.xml(cases, seconds: seconds), to: junit)
+                try RunOutput.write(JUnit.xml(cases, seconds: seconds), to: junit)
             }
             if html != nil || trace != nil {
                 let runs = verdicts.compactMap(\.run)
-                if let html { try writeFile(ReportPage.html(runs), to: html) }
-                if let trace { try writeFile(ChromeTrace.json(runs).serialized() + "\n", to: trace) }
+                if let html { try RunOutput.write(ReportPage.html(runs), to: html) }
+                if let trace { try RunOutput.write(ChromeTrace.json(runs).serialized() + "\n", to: trace) }
             }
             return failed > 0 ? 1 : 0
         }
@@ -162,7 +163,7 @@ struct TestCommand: ParsableCommand {
         ]
         if html != nil || trace != nil { arguments.append("--render-data=\(runPath)") }
         if let watchdogScale { arguments.append("--watchdog-scale=\(watchdogScale)") }
-        let outcome = ScenarioProcess.run(arguments, directory: folder, timeout: timeout)
+        let outcome = ChildProcess.run(arguments, directory: folder, timeout: timeoutSeconds)
         verdict.seconds = outcome.seconds
         verdict.stderr = outcome.stderr
         if html != nil || trace != nil { verdict.run = Self.readRun(runPath) }
@@ -172,7 +173,7 @@ struct TestCommand: ParsableCommand {
         let lines = outcome.stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
         if outcome.timedOut {
             return verdict.failing(
-                ["simulate ran longer than --timeout \(ReportNumber.seconds(timeout)) s and was killed"]
+                ["simulate ran longer than --timeout \(ReportNumber.seconds(timeoutSeconds)) s and was killed"]
                     + Self.tail(lines))
         }
         guard let status = outcome.status, outcome.exited else {
@@ -238,6 +239,13 @@ struct TestCommand: ParsableCommand {
         else { return nil }
         return RenderedRun(json: value)
     }
+}
+
+extension SecondsOption {
+    static let timeout = SecondsOption(
+        flag: "--timeout",
+        abstract: "Kill a scenario's simulation that runs longer than this many real seconds (or 5m …), and fail it "
+            + "(default: 300).")
 }
 
 /// One scenario of a plugins folder: DIR/PLUGIN/scenarios/NAME.scenario.

@@ -48,3 +48,23 @@ public struct Profile: Equatable, Sendable {
         }
     }
 }
+
+extension Profile {
+    /// A number of seconds as a person writes one for a figure, on a command line say: a plain
+    /// number (`30`, `0.25`), or a duration as a scenario writes one (`500ms`, `2m`, `5m10s`),
+    /// since every duration Lifeline reads takes the same forms. It keeps the text, and is read
+    /// when the place it came from is known, for the message. Range checks are the figure's own.
+    public struct Seconds: Sendable, Equatable {
+        /// As written.
+        public let text: String
+
+        public init(_ text: String) { self.text = text }
+
+        /// The number of seconds; `at` (a flag, a file:line) starts the message of a text that
+        /// is none.
+        public func value(at: String) throws(LifelineError) -> Double {
+            if let value = Double(text) { return value }
+            return try Scenario.parseTime(text, at: at).seconds
+        }
+    }
+}

@@ -7,6 +7,19 @@ public enum Simulation {
     /// By default the simulation stops at the last step + 15 minutes at the latest.
     public static let defaultGrace: Double = 15 * 60
 
+    /// Runs `scenario` with the setup's plugins, profile and state dir (none: a temporary one,
+    /// removed afterwards). `onUnpreemptibleOverrun` is called on the watchdog's thread when
+    /// Swift code overruns and cannot be stopped (W3); `lifeline simulate` writes its verdict
+    /// there and exits. Throws a load failure (exit 65) or an internal error.
+    public static func run(
+        scenario: Scenario, setup: RunSetup, until: HostTime? = nil,
+        onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)? = nil
+    ) throws(LifelineError) -> Recorder {
+        let configuration = try setup.hostConfiguration(
+            loadFailurePolicy: .abort, onUnpreemptibleOverrun: onUnpreemptibleOverrun)
+        return try run(scenario: scenario, plugins: setup.plugins, configuration: configuration, until: until)
+    }
+
     /// Runs `scenario` against the plugins. Throws a load failure (exit 65) or an internal error.
     ///
     /// - Parameter until: the latest time to run to; default, the last step + 15 minutes.

@@ -1,0 +1,194 @@
+import Dispatch
+import Foundation
+
+/// `lifeline run` as a library (SPEC 2.5): the plugins live on the real clock, with the state
+/// dir's database, signals or `post` driving the lifecycle, and a crash report when a rule
+/// terminates the app. The network is handed in, so the core needs no HTTP client; so are the
+/// plugins, so it needs no Lua.
+///
+/// ```swift
+/// let transport = AsyncHTTPTransport()  // LifelineHTTP
+/// defer { transport.shutdown() }
+/// var setup = RunSetup(plugins: try LuaPluginLoader.descriptors(in: "plugins"))
+/// setup.stateDirectory = "/tmp/lifeline"
+/// let run = LiveRun(setup: setup, transport: transport, transferTransport: transport)
+/// let recorder = try run.run()  // until SIGTERM or SIGINT ends the app
+/// exit(recorder.exitCode)
+/// ```
+///
+/// Threading: `run` on the thread that is to be the main executor; `post` from any thread.
+public final class LiveRun: @unchecked Sendable {
+    /// Where a live run keeps its state when the setup names no state dir.
+    public static var defaultStateDirectory: String { NSHomeDirectory() + "/.local/state/lifeline" }
+
+    /// The setup, with the state dir filled in.
+    public let setup: RunSetup
+    /// The run's events and its report; live while the run goes on.
+    public let recorder: Recorder
+    /// Whether `run` maps the process's signals to steps, as `lifeline run` does (on by default):
+    /// SIGUSR1 background, SIGUSR2 foreground, SIGTERM and SIGINT terminate, a second SIGINT
+    /// kills, SIGQUIT force-quits. Each is echoed on stderr with what it does. Set before `run`.
+    public var handlesSignals = true
+    /// Whether the echo of a signal on stderr is bold. Set before `run`.
+    public var colour = false
+    /// Ends the process when a plugin's load overran the launch limit and cannot be stopped
+    /// (Swift code, W3): a load failure, whose exit code is 65. By default it prints
+    /// `lifeline: MESSAGE` on stderr and exits with the error's code. Set before `run`.
+    public var onUnstoppableLoad: @Sendable (LifelineError) -> Never = { error in
+        FileHandle.standardError.write(Data("lifeline: \(error.message)\n".utf8))
+        exit(error.exitCode)
+    }
+
+    private let clock = MonotonicClock()
+    private let transport: any HTTPTransport
+    private let transferTransport: any TransferTransport
+    /// Set once `run` has made the host; read on the main executor only.
+    nonisolated(unsafe) private var host: LifelineHost?
+
+    /// - Parameters:
+    ///   - transport: where plugins' HTTP requests go (`AsyncHTTPTransport` of LifelineHTTP for
+    ///     the real network); by default, nowhere.
+    ///   - transferTransport: where background transfers go; usually the same object.
+    ///   - onEvent: called with each timeline event as it is recorded, from the thread recording it.
+    public init(
+        setup: RunSetup, transport: any HTTPTransport = NoNetworkTransport(),
+        transferTransport: any TransferTransport = NoTransferTransport(),
+        onEvent: (@Sendable (TimelineEvent) -> Void)? = nil
+    ) {
+        var setup = setup
+        setup.stateDirectory = setup.stateDirectory ?? LiveRun.defaultStateDirectory
+        self.setup = setup
+        self.transport = transport
+        self.transferTransport = transferTransport
+        recorder = Recorder(
+            profile: setup.profile, keepsTimeline: setup.reportPath != nil || setup.isDrawn, observer: onEvent)
+    }
+
+    /// Runs the app from launch until it ends or a rule terminates it, then writes the report
+    /// (`setup.reportPath`) and, after a termination, a crash report. Returns the recorder; its
+    /// `exitCode` is the CLI's. Throws when the state dir's database cannot be opened.
+    ///
+    /// The process ends here, without returning, in two cases: a handler overran that cannot be
+    /// stopped (crash report and report written, exit 1), and a second SIGINT (report written,
+    /// exit with the recorder's code).
+    public func run() throws(LifelineError) -> Recorder {
+        let setup = setup
+        let recorder = recorder
+        var configuration = try setup.hostConfiguration(
+            loadFailurePolicy: .skip,
+            onUnpreemptibleOverrun: { [onUnstoppableLoad] overrun in
+                // W3: Swift code cannot be stopped; report now and end the process.
+                switch overrun {
+                case .terminated(let termination, let recorder):
+                    LiveRun.writeCrashReport(termination, recorder: recorder, setup: setup)
+                    exit(1)
+                case .loadFailed(let error):
+                    onUnstoppableLoad(error)
+                }
+            })
+        configuration.transport = transport
+        configuration.transferTransport = transferTransport
+        let executor = MainExecutor(clock: clock)
+        let host = LifelineHost(
+            configuration: configuration, plugins: setup.plugins, executor: executor, recorder: recorder)
+        self.host = host
+        let signals = handlesSignals ? SignalSteps(
+            clock: clock, perform: { [self] in echoAndPerform($0, $1) }, kill: { [self] in kill() }) : nil
+        executor.schedule(at: clock.now) { try? host.perform(.launch) }
+        executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
+        signals?.cancel()
+        host.shutdown()
+        if let termination = recorder.termination {
+            LiveRun.writeCrashReport(termination, recorder: recorder, setup: setup)
+        } else {
+            try setup.writeReport(recorder.report())
+        }
+        return recorder
+    }
+
+    /// Asks for `step` from any thread, as a signal does (without the echo). A step the app's
+    /// state does not allow is logged and ignored.
+    public func post(_ step: Step) {
+        clock.post { [self] in perform(step, refused: "post ignored: \(step.description)") }
+    }
+
+    /// Runs on the main executor. `refused` starts the warning when the state forbids the step.
+    private func perform(_ step: Step, refused: @autoclosure () -> String) {
+        guard let host else { return }
+        do {
+            try host.perform(step)
+        } catch {
+            host.logger.warning("\(refused()), but \(error)")
+        }
+    }
+
+    /// A signal's step, echoed on the timeline's clock with what it does now. Runs on the main
+    /// executor.
+    private func echoAndPerform(_ signal: String, _ step: Step) {
+        guard let host else { return }
+        let stamp = "[\(TimelineEvent.paddedSeconds(host.now.seconds))s]"
+        var what = step.description
+        if step == .terminate && host.state == .suspended {
+            what += " (the app is suspended: it ends without willTerminate, as on iOS)"
+        }
+        let line = "\(stamp) -- \(signal): \(what)"
+        FileHandle.standardError.write(Data((colour ? "\u{1B}[1m\(line)\u{1B}[0m\n" : line + "\n").utf8))
+        perform(step, refused: "signal ignored: \(signal) asks for \(step.description)")
+    }
+
+    /// A second SIGINT ends the app at once, even while a handler is still running: no
+    /// notification, nothing more runs.
+    private func kill() {
+        FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
+        try? setup.writeReport(recorder.report())
+        exit(recorder.exitCode)
+    }
+
+    /// The crash report (SPEC 2.5): the termination object, in <state-dir>/reports/; then the
+    /// report, when the setup asks for one.
+    static func writeCrashReport(_ termination: Termination, recorder: Recorder, setup: RunSetup) {
+        let folder = (setup.stateDirectory ?? defaultStateDirectory) + "/reports"
+        let millis = Int64(Date().timeIntervalSince1970 * 1000)
+        let path = "\(folder)/crash-\(millis)-\(termination.kind.rawValue).json"
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try RunOutput.write(RunOutput.text(of: termination.json), to: path)
+            FileHandle.standardError.write(Data("lifeline: crash report written to \(path)\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("lifeline: cannot write crash report to \(path): \(error)\n".utf8))
+        }
+        try? setup.writeReport(recorder.report())
+    }
+}
+
+/// Maps signals to steps (SPEC 2.5) and posts them to the main executor. The second SIGINT does
+/// not wait for the executor: a kill must work even while a handler is stuck.
+private final class SignalSteps: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let queue = DispatchQueue(label: "lifeline.signals")
+    private var interrupts = 0  // touched on `queue` only
+
+    init(clock: MonotonicClock, perform: @escaping (String, Step) -> Void, kill: @escaping @Sendable () -> Void) {
+        nonisolated(unsafe) let perform = perform
+        let post: @Sendable (String, Step) -> Void = { signal, step in clock.post { perform(signal, step) } }
+        let map: [(Int32, () -> Void)] = [
+            (SIGUSR1, { post("SIGUSR1", .background) }),
+            (SIGUSR2, { post("SIGUSR2", .foreground) }),
+            (SIGTERM, { post("SIGTERM", .terminate) }),
+            (SIGQUIT, { post("SIGQUIT", .forceQuit) }),
+            (SIGINT, { [unowned self] in
+                interrupts += 1
+                if interrupts == 1 { post("SIGINT", .terminate) } else { kill() }
+            }),
+        ]
+        for (signo, handler) in map {
+            signal(signo, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
+            source.setEventHandler(handler: handler)
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func cancel() { for s in sources { s.cancel() } }
+}

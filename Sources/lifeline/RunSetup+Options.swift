@@ -1,0 +1,16 @@
+import Lifeline
+
+extension RunSetup {
+    /// The setup `run` and `simulate` share, from the options they share: the plugins (with a
+    /// scenario, also those its `uses` lines name), the profile with its overrides, the state dir,
+    /// where the report goes, and whether the run is drawn.
+    init(
+        _ pluginOptions: PluginOptions, _ profileOptions: ProfileOptions, pictures: PictureOptions,
+        scenario: Scenario? = nil, stateDirectory: String?, reportPath: String?
+    ) throws(LifelineError) {
+        self.init(plugins: try pluginOptions.descriptors(for: scenario), profile: try profileOptions.resolved())
+        self.stateDirectory = stateDirectory
+        self.reportPath = reportPath
+        isDrawn = pictures.any
+    }
+}
