@@ -42,7 +42,8 @@ public struct PluginManifest: Equatable, Sendable {
         utf8 bytes: some Collection<UInt8>, fileName: String,
         maximumMemoryLimit: Int = PluginManifest.maximumMemoryLimit
     ) throws(LifelineError) -> PluginManifest {
-        try check(TOML.parse(utf8: bytes, fileName: fileName), fileName: fileName, maximumMemoryLimit: maximumMemoryLimit)
+        let table = try TOML.parse(utf8: bytes, fileName: fileName)
+        return try check(table, fileName: fileName, maximumMemoryLimit: maximumMemoryLimit)
     }
 
     /// Parses and checks plugin.toml. Every problem, TOML syntax included, throws

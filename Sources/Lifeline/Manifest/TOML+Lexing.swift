@@ -52,7 +52,8 @@ extension TOMLParser {
 
     func checkNotControl(_ c: Unicode.Scalar, in what: String = "string") throws(LifelineError) {
         if (c.value < 0x20 && c != "\t") || c.value == 0x7F {
-            throw fail("control character \(describe(c)) in \(what)" + (what == "string" ? "; write it as an escape" : ""))
+            let advice = what == "string" ? "; write it as an escape" : ""
+            throw fail("control character \(describe(c)) in \(what)\(advice)")
         }
     }
 

@@ -230,7 +230,8 @@ struct TOMLParser {
         case .value: throw fail("key '\(name)' is both a value (line \(first)) and a table", line: line)
         case .tables(let tables):
             guard origin == .implicit, let last = tables.last else {
-                throw fail("[[\(name)]] (line \(first)) is an array of tables; [\(name)] cannot also be a table", line: line)
+                throw fail(
+                    "[[\(name)]] (line \(first)) is an array of tables; [\(name)] cannot also be a table", line: line)
             }
             return last
         case .table(let child):

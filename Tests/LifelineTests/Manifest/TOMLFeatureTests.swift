@@ -88,7 +88,9 @@ private func parseError(_ text: String) -> String? {
     @Test func bytes_oneByteOrderMarkIsSkipped_aSecondOneIsAnError() throws {
         let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
         #expect(try TOML.parse(utf8: bom + Array("a = 1".utf8), fileName: "f.toml")["a"] == .integer(1))
-        #expect(throws: LifelineError.self) { try TOML.parse(utf8: bom + bom + Array("a = 1".utf8), fileName: "f.toml") }
+        #expect(throws: LifelineError.self) {
+            try TOML.parse(utf8: bom + bom + Array("a = 1".utf8), fileName: "f.toml")
+        }
     }
 
     @Test func bytes_thatAreNotUTF8_failAtTheLineOfTheFirstBadByte() {

@@ -106,7 +106,7 @@ private func oracle(_ data: Data) -> Any? {
 }
 
 @Suite struct JSONParseCorpusTests {
-    @Test(.enabled(if: tomlTestFolder != nil, "the toml-test corpus is not at ../shared/toml-test; set LIFELINE_TOML_TEST"))
+    @Test(.enabled(if: tomlTestFolder != nil, "no toml-test corpus at ../shared/toml-test; set LIFELINE_TOML_TEST"))
     func everyCorpusDocument_parses_andAgreesWithFoundation() throws {
         let documents = corpusDocuments()
         #expect(documents.count >= 200, "found only \(documents.count) documents")
