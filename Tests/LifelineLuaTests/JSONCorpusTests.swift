@@ -71,15 +71,21 @@ private final class LuaJSON {
     func decode(_ bytes: [UInt8]) -> String? {
         lua_settop(L, 1)
         lua_getfield(L, 1, "decode")  // stack: json, decode
-        bytes.withUnsafeBytes { raw in
-            _ = raw.withMemoryRebound(to: CChar.self) { lua_pushlstring(L, $0.baseAddress ?? "", $0.count) }
-        }  // stack: json, decode, text
+        push(bytes)  // stack: json, decode, text
         guard lua_pcallk(L, 1, 2, 0, 0, nil) == LUA_OK else {
             return "raised: " + String(cString: lua_tolstring(L, -1, nil))  // stack: json, message
         }
         // stack: json, value, err
         guard lua_type(L, 2) != LUA_TNIL else { return String(cString: lua_tolstring(L, 3, nil)) }
         return nil
+    }
+
+    /// Pushes `bytes` as a Lua string, NUL bytes included.
+    private func push(_ bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return _ = lua_pushlstring(L, "", 0) }
+            _ = base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { lua_pushlstring(L, $0, buffer.count) }
+        }
     }
 
     /// Where the Lua value at `index` differs from Foundation's `oracle`, or nil when they agree. An empty
@@ -141,10 +147,7 @@ private final class LuaJSON {
             return "\(path): not an object of \(fields.count) keys"
         }
         for (key, field) in fields {
-            let utf8 = Array(key.utf8)
-            utf8.withUnsafeBytes { raw in
-                _ = raw.withMemoryRebound(to: CChar.self) { lua_pushlstring(L, $0.baseAddress ?? "", $0.count) }
-            }
+            push(Array(key.utf8))  // stack: ..., key
             lua_rawget(L, index)  // stack: ..., field
             defer { lua_settop(L, -2) }  // stack: ...
             guard lua_type(L, -1) != LUA_TNIL else { return "\(path): no key \(key.debugDescription)" }
