@@ -197,9 +197,6 @@ public enum LuaPluginLoader {
         guard data.count <= maximumManifestBytes else {
             throw .badInput("\(path):1: plugin.toml is larger than \(maximumManifestBytes / 1024) KiB, the most the host reads")
         }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw .badInput("\(path):1: plugin.toml is not valid UTF-8")
-        }
-        return try PluginManifest.parse(text, fileName: path)
+        return try PluginManifest.parse(utf8: data, fileName: path)
     }
 }

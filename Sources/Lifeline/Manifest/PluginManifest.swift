@@ -37,12 +37,26 @@ public struct PluginManifest: Equatable, Sendable {
         swiftPlugin = nil
     }
 
+    /// Parses and checks plugin.toml's bytes, which must be UTF-8 (`TOML.parse(utf8:fileName:)`).
+    public static func parse(
+        utf8 bytes: some Collection<UInt8>, fileName: String,
+        maximumMemoryLimit: Int = PluginManifest.maximumMemoryLimit
+    ) throws(LifelineError) -> PluginManifest {
+        let table = try TOML.parse(utf8: bytes, fileName: fileName)
+        return try check(table, fileName: fileName, maximumMemoryLimit: maximumMemoryLimit)
+    }
+
     /// Parses and checks plugin.toml. Every problem, TOML syntax included, throws
     /// `.badInput("fileName:line: message")`; a memory limit above `maximumMemoryLimit` is one of them.
     public static func parse(
         _ text: String, fileName: String, maximumMemoryLimit: Int = PluginManifest.maximumMemoryLimit
     ) throws(LifelineError) -> PluginManifest {
-        let table = try TOML.parse(text, fileName: fileName)
+        try check(TOML.parse(text, fileName: fileName), fileName: fileName, maximumMemoryLimit: maximumMemoryLimit)
+    }
+
+    private static func check(
+        _ table: TOMLTable, fileName: String, maximumMemoryLimit: Int
+    ) throws(LifelineError) -> PluginManifest {
         let reader = Reader(fileName: fileName, maximumMemoryLimit: maximumMemoryLimit)
         var manifest = PluginManifest()
         for (key, value, line) in table.entries {

@@ -1,6 +1,6 @@
-/// A TOML value, as far as plugin manifests need: no dates, no multi-line strings, no arrays of tables.
+/// A TOML value: everything TOML 1.0 has but dates and times.
 public enum TOMLValue: Equatable, Sendable {
-    /// A basic "..." or literal '...' string, escapes decoded.
+    /// A basic "..." or literal '...' string, on one line or multi-line, escapes decoded.
     case string(String)
     /// A decimal, 0x, 0o or 0b integer.
     case integer(Int64)
@@ -8,7 +8,7 @@ public enum TOMLValue: Equatable, Sendable {
     case float(Double)
     /// true or false.
     case bool(Bool)
-    /// [a, b]; TOML 1.0 lets the items have different types.
+    /// [a, b]; TOML 1.0 lets the items have different types. An array of tables ([[name]]) is one too.
     case array([TOMLValue])
     /// A [header] table, a table made by dotted keys, or an inline { } table.
     case table(TOMLTable)
@@ -42,20 +42,38 @@ public struct TOMLTable: Equatable, Sendable {
     }
 }
 
-/// The TOML subset that plugin.toml uses (TOML 1.0 without dates, multi-line strings and arrays of tables).
+/// TOML 1.0 without dates and times, as plugin.toml is written; docs/lua-api.md says what the
+/// toml-test corpus checks.
 public enum TOML {
     /// Parses `text`. Every problem throws `.badInput("fileName:line: message")`; no input makes it crash.
     public static func parse(_ text: String, fileName: String) throws(LifelineError) -> TOMLTable {
-        var parser = Parser(text: text, fileName: fileName)
+        var parser = TOMLParser(text: text, fileName: fileName)
         return try parser.parseDocument()
+    }
+
+    /// Parses a file's bytes, which must be UTF-8; one byte-order mark may start them. Reading the bytes
+    /// with Foundation's `String(data:encoding:)` would drop a first mark unseen, and let a second one by.
+    public static func parse(utf8 bytes: some Collection<UInt8>, fileName: String) throws(LifelineError) -> TOMLTable {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            // The line of the first byte that is not UTF-8: the longest valid start, then its new lines.
+            var valid = 0, end = bytes.count
+            while valid < end {
+                let mid = (valid + end + 1) / 2
+                if String(validating: bytes.prefix(mid), as: UTF8.self) != nil { valid = mid } else { end = mid - 1 }
+            }
+            let line = bytes.prefix(valid).reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+            throw .badInput("\(fileName):\(line): the file is not valid UTF-8")
+        }
+        return try parse(text, fileName: fileName)
     }
 }
 
 /// A table while it is being built: a class so that a `[header]` can keep adding to the table it opened.
-private final class Node {
+final class TOMLNode {
     /// How a table came to exist decides what may still add to it (TOML 1.0, "Table").
     enum Origin { case implicit, header, dotted }
-    enum Item { case value(TOMLValue), table(Node) }
+    /// A value (inline tables and static arrays included), a table, or an array of tables ([[name]]).
+    enum Item { case value(TOMLValue), table(TOMLNode), tables([TOMLNode]) }
 
     var origin: Origin
     var line: Int
@@ -71,12 +89,14 @@ private final class Node {
             case .value(let value): return (entry.key, value, entry.line)
             // The node's line, not the entry's: `[a]` after `[a.b]` is where `a` is written.
             case .table(let node): return (entry.key, .table(node.table), node.line)
+            case .tables(let nodes): return (entry.key, .array(nodes.map { .table($0.table) }), entry.line)
             }
         })
     }
 }
 
-private struct Parser {
+/// Reads a document into `TOMLNode`s; TOML+Lexing.swift reads the strings, numbers and comments.
+struct TOMLParser {
     /// Bounds recursion (arrays, inline tables, dotted keys) so that hostile input fails instead of
     /// overflowing the stack.
     static let maximumDepth = 64
@@ -93,60 +113,18 @@ private struct Parser {
         if s.first == "\u{FEFF}" { i = 1 }
     }
 
-    /// What a bare key is made of; bare values (numbers, booleans) add `+ . :` to it.
-    static func isBare(_ c: Unicode.Scalar) -> Bool {
-        "a"..."z" ~= c || "A"..."Z" ~= c || "0"..."9" ~= c || c == "_" || c == "-"
-    }
-
-    static let escapes: [Unicode.Scalar: Unicode.Scalar] = [
-        "\"": "\"", "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "b": "\u{08}", "f": "\u{0C}",
-    ]
-
-    static let keywords: [String: TOMLValue] = [
-        "true": .bool(true), "false": .bool(false), "inf": .float(.infinity), "+inf": .float(.infinity),
-        "-inf": .float(-.infinity), "nan": .float(.nan), "+nan": .float(.nan), "-nan": .float(.nan),
-    ]
-
-    var peek: Unicode.Scalar? { i < s.count ? s[i] : nil }
-    func peek(_ offset: Int) -> Unicode.Scalar? { i + offset < s.count ? s[i + offset] : nil }
-    var atLineEnd: Bool { peek == nil || peek == "\n" || (peek == "\r" && peek(1) == "\n") }
-
-    func fail(_ message: String, line: Int? = nil) -> LifelineError {
-        .badInput("\(fileName):\(line ?? self.line): \(message)")
-    }
-
-    func describe(_ c: Unicode.Scalar?) -> String { c.map { "'\($0.escaped(asASCII: false))'" } ?? "end of file" }
-
     func dotted<C: Collection<String>>(_ path: C) -> String { path.joined(separator: ".") }
 
-    mutating func skipSpaces() { while peek == " " || peek == "\t" { i += 1 } }
-
-    /// Spaces and a comment, up to but not past the end of the line.
-    mutating func skipSpacesAndComment() {
-        skipSpaces()
-        if peek == "#" { while let c = peek, c != "\n" { i += 1 } }
-    }
-
-    mutating func consumeNewline() -> Bool {
-        if peek == "\n" { i += 1 } else if peek == "\r", peek(1) == "\n" { i += 2 } else { return false }
-        line += 1
-        return true
-    }
-
-    mutating func skipBlankLinesAndComments() {
-        repeat { skipSpacesAndComment() } while consumeNewline()
-    }
-
     mutating func expectLineEnd(after what: String) throws(LifelineError) {
-        skipSpacesAndComment()
+        try skipSpacesAndComment()
         guard atLineEnd else { throw fail("unexpected \(describe(peek)) after \(what); expected a new line") }
     }
 
     mutating func parseDocument() throws(LifelineError) -> TOMLTable {
-        let root = Node(.header, line: 1)
+        let root = TOMLNode(.header, line: 1)
         var current = root
         while true {
-            skipBlankLinesAndComments()
+            try skipBlankLinesAndComments()
             if peek == nil { return root.table }
             if peek == "[" {
                 current = try parseHeader(root)
@@ -158,21 +136,27 @@ private struct Parser {
         }
     }
 
-    mutating func parseHeader(_ root: Node) throws(LifelineError) -> Node {
+    /// `[a.b]` or `[[a.b]]`: the table that the lines after it add to.
+    mutating func parseHeader(_ root: TOMLNode) throws(LifelineError) -> TOMLNode {
         let headerLine = line
-        i += 1
-        if peek == "[" { throw fail("arrays of tables ([[...]]) are not supported") }
+        let isArray = peek(1) == "["
+        i += isArray ? 2 : 1
         skipSpaces()
         let path = try parseKeyPath()
-        guard peek == "]" else { throw fail("expected ']' to close [\(dotted(path)), found \(describe(peek))") }
-        i += 1
+        let close = isArray ? "]]" : "]"
+        guard peek == "]", !isArray || peek(1) == "]" else {
+            let found = describe(peek == "]" ? peek(1) : peek)
+            throw fail("expected '\(close)' to close \(isArray ? "[[" : "[")\(dotted(path)), found \(found)")
+        }
+        i += close.count
         var node = root
-        for n in path.indices {
-            let isLast = n == path.count - 1
-            node = try child(path, n, of: node, making: isLast ? .header : .implicit, line: headerLine) { name, table in
-                guard isLast, table.origin != .implicit else { return nil }
-                return "table [\(name)] is defined twice (first on line \(table.line))"
-            }
+        for n in path.indices.dropLast() {
+            node = try child(path, n, of: node, making: .implicit, line: headerLine) { _, _ in nil }
+        }
+        if isArray { return try appendTable(to: path, in: node, line: headerLine) }
+        node = try child(path, path.count - 1, of: node, making: .header, line: headerLine) { name, table in
+            guard table.origin != .implicit else { return nil }
+            return "table [\(name)] is defined twice (first on line \(table.line))"
         }
         if node.origin == .implicit {
             // Until now the table only existed as part of a longer header; this is where it is written.
@@ -182,7 +166,23 @@ private struct Parser {
         return node
     }
 
-    mutating func parseKeyValue(into table: Node, depth: Int) throws(LifelineError) {
+    /// `[[path]]`: a new table at the end of the array of tables `path`, made when missing.
+    func appendTable(to path: [String], in node: TOMLNode, line: Int) throws(LifelineError) -> TOMLNode {
+        let table = TOMLNode(.header, line: line), name = dotted(path)
+        guard let k = node.index(of: path[path.count - 1]) else {
+            node.entries.append((path[path.count - 1], .tables([table]), line))
+            return table
+        }
+        let first = node.entries[k].line
+        switch node.entries[k].item {
+        case .tables(let tables): node.entries[k].item = .tables(tables + [table])
+        case .table: throw fail("[[\(name)]] adds to an array of tables, but [\(name)] is a table (line \(first))")
+        case .value: throw fail("[[\(name)]] adds to an array of tables, but '\(name)' is a value (line \(first))")
+        }
+        return table
+    }
+
+    mutating func parseKeyValue(into table: TOMLNode, depth: Int) throws(LifelineError) {
         let keyLine = line
         let path = try parseKeyPath()
         guard peek == "=" else {
@@ -196,7 +196,7 @@ private struct Parser {
         try assign(value, to: path, in: table, line: keyLine)
     }
 
-    func assign(_ value: TOMLValue, to path: [String], in table: Node, line keyLine: Int) throws(LifelineError) {
+    func assign(_ value: TOMLValue, to path: [String], in table: TOMLNode, line keyLine: Int) throws(LifelineError) {
         guard let last = path.last else { throw fail("expected a key", line: keyLine) }
         var node = table
         for n in path.indices.dropLast() {
@@ -213,13 +213,14 @@ private struct Parser {
     }
 
     /// The table `path[n]` in `node`, made as `origin` when missing. `refusal` says why an existing table may not
-    /// be entered, or nil when it may; values, inline tables included, never may.
+    /// be entered, or nil when it may; values, inline tables included, never may. A header enters the last
+    /// table of an array of tables; dotted keys may not.
     func child(
-        _ path: [String], _ n: Int, of node: Node, making origin: Node.Origin, line: Int,
-        refusal: (_ name: String, _ table: Node) -> String?
-    ) throws(LifelineError) -> Node {
+        _ path: [String], _ n: Int, of node: TOMLNode, making origin: TOMLNode.Origin, line: Int,
+        refusal: (_ name: String, _ table: TOMLNode) -> String?
+    ) throws(LifelineError) -> TOMLNode {
         guard let k = node.index(of: path[n]) else {
-            let child = Node(origin, line: line)
+            let child = TOMLNode(origin, line: line)
             node.entries.append((path[n], .table(child), line))
             return child
         }
@@ -227,6 +228,12 @@ private struct Parser {
         switch node.entries[k].item {
         case .value(.table): throw fail("inline table '\(name)' (line \(first)) cannot be extended", line: line)
         case .value: throw fail("key '\(name)' is both a value (line \(first)) and a table", line: line)
+        case .tables(let tables):
+            guard origin == .implicit, let last = tables.last else {
+                throw fail(
+                    "[[\(name)]] (line \(first)) is an array of tables; [\(name)] cannot also be a table", line: line)
+            }
+            return last
         case .table(let child):
             if let refusal = refusal(name, child) { throw fail(refusal, line: line) }
             return child
@@ -257,12 +264,10 @@ private struct Parser {
     mutating func parseValue(depth: Int) throws(LifelineError) -> TOMLValue {
         guard depth <= Self.maximumDepth else { throw fail("values are nested too deeply") }
         switch peek {
-        case "\"":
-            if peek(1) == "\"", peek(2) == "\"" { throw fail("multi-line strings (\"\"\") are not supported") }
-            return .string(try parseBasicString())
-        case "'":
-            if peek(1) == "'", peek(2) == "'" { throw fail("multi-line strings (''') are not supported") }
-            return .string(try parseLiteralString())
+        case "\"", "'":
+            let quote = peek!
+            if peek(1) == quote, peek(2) == quote { return .string(try parseMultiLineString(quote: quote)) }
+            return .string(try quote == "\"" ? parseBasicString() : parseLiteralString())
         case "[": return try parseArray(depth: depth + 1)
         case "{": return try parseInlineTable(depth: depth + 1)
         default: return try parseBareValue()
@@ -275,11 +280,11 @@ private struct Parser {
         i += 1
         var items: [TOMLValue] = []
         while true {
-            skipBlankLinesAndComments()
+            try skipBlankLinesAndComments()
             if peek == "]" { break }
             guard peek != nil else { throw unterminated }
             items.append(try parseValue(depth: depth))
-            skipBlankLinesAndComments()
+            try skipBlankLinesAndComments()
             if peek == "," { i += 1; continue }
             if peek == "]" { break }
             guard peek != nil else { throw unterminated }
@@ -292,7 +297,7 @@ private struct Parser {
     /// `{ a = 1, b.c = "x" }`, on one line as TOML 1.0 asks; the table is frozen once closed.
     mutating func parseInlineTable(depth: Int) throws(LifelineError) -> TOMLValue {
         let unterminated = fail("unterminated inline table; inline tables must be on one line")
-        let node = Node(.dotted, line: line)
+        let node = TOMLNode(.dotted, line: line)
         i += 1
         skipSpaces()
         if peek == "}" { i += 1; return .table(node.table) }
@@ -306,108 +311,4 @@ private struct Parser {
             throw atLineEnd ? unterminated : fail("expected ',' or '}' in inline table, found \(describe(peek))")
         }
     }
-
-    mutating func parseBasicString() throws(LifelineError) -> String {
-        i += 1
-        var out = String.UnicodeScalarView()
-        while true {
-            guard let c = peek, !atLineEnd else { throw fail("unterminated string") }
-            i += 1
-            if c == "\"" { return String(out) }
-            if c != "\\" {
-                try checkNotControl(c)
-                out.append(c)
-                continue
-            }
-            guard let e = peek, !atLineEnd else { throw fail("unterminated string") }
-            i += 1
-            if let plain = Self.escapes[e] {
-                out.append(plain)
-                continue
-            }
-            guard e == "u" || e == "U" else { throw fail("invalid escape '\\\(e.escaped(asASCII: false))' in string") }
-            let count = e == "u" ? 4 : 8
-            var code: UInt32 = 0
-            for _ in 0..<count {
-                guard let h = peek, h.properties.isASCIIHexDigit, let digit = UInt32(String(h), radix: 16) else {
-                    throw fail("invalid escape: \\\(e) needs \(count) hex digits")
-                }
-                code = code * 16 + digit
-                i += 1
-            }
-            guard let scalar = Unicode.Scalar(code) else {
-                throw fail("invalid escape: U+\(String(code, radix: 16, uppercase: true)) is not a character")
-            }
-            out.append(scalar)
-        }
-    }
-
-    mutating func parseLiteralString() throws(LifelineError) -> String {
-        i += 1
-        let start = i
-        while true {
-            guard let c = peek, !atLineEnd else { throw fail("unterminated string") }
-            if c == "'" { break }
-            try checkNotControl(c)
-            i += 1
-        }
-        i += 1
-        return string(s[start..<(i - 1)])
-    }
-
-    func checkNotControl(_ c: Unicode.Scalar) throws(LifelineError) {
-        if (c.value < 0x20 && c != "\t") || c.value == 0x7F {
-            throw fail("control character \(describe(c)) in string; write it as an escape")
-        }
-    }
-
-    /// Booleans and numbers: everything that is written without quotes or brackets.
-    mutating func parseBareValue() throws(LifelineError) -> TOMLValue {
-        let start = i
-        while let c = peek, Self.isBare(c) || c == "+" || c == "." || c == ":" { i += 1 }
-        let token = string(s[start..<i])
-        if token.isEmpty { throw fail("expected a value, found \(describe(peek))") }
-        let scalars = Array(token.unicodeScalars)
-        let isDigit = { (c: Unicode.Scalar) in "0"..."9" ~= c }
-        // The whole unquoted run, for messages: `http://x` rather than the `http:` read so far.
-        var end = i
-        while end < s.count, !" \t\r\n#,]}".unicodeScalars.contains(s[end]) { end += 1 }
-        let written = string(s[start..<end])
-        let startsWithDigit = scalars.first.map(isDigit) ?? false
-        let looksLikeDate =
-            token.contains(":") || (scalars.count > 4 && scalars[..<4].allSatisfy(isDigit) && scalars[4] == "-")
-        if startsWithDigit && looksLikeDate {
-            throw fail("dates are not supported; quote '\(written)' to make it a string")
-        }
-        if let keyword = Self.keywords[token] { return keyword }
-        if let number = try parseNumber(token, scalars) { return number }
-        throw fail("invalid value '\(written)'; a string must be quoted, as in \"\(written)\"")
-    }
-
-    func parseNumber(_ token: String, _ scalars: [Unicode.Scalar]) throws(LifelineError) -> TOMLValue? {
-        let radixes: [String: Int] = ["0x": 16, "0o": 8, "0b": 2]
-        let radix = radixes[String(token.prefix(2))]
-        let isDigit = { (c: Unicode.Scalar) in radix == nil ? "0"..."9" ~= c : c.properties.isASCIIHexDigit }
-        for (k, c) in scalars.enumerated() where c == "_" {
-            guard k > 0, k + 1 < scalars.count, isDigit(scalars[k - 1]), isDigit(scalars[k + 1]) else {
-                throw fail("misplaced '_' in '\(token)'; underscores go between digits")
-            }
-        }
-        let clean = token.filter { $0 != "_" }
-        if let radix {
-            let digits = clean.dropFirst(2)
-            guard !digits.isEmpty, digits.allSatisfy({ Int(String($0), radix: radix) != nil }) else { return nil }
-            guard let value = Int64(digits, radix: radix) else { throw fail("integer '\(token)' is out of range") }
-            return .integer(value)
-        }
-        guard let match = clean.wholeMatch(of: /[+-]?([0-9]+)(\.[0-9]+)?([eE][+-]?[0-9]+)?/) else { return nil }
-        if match.1.count > 1 && match.1.first == "0" { throw fail("leading zeros are not allowed in '\(token)'") }
-        if match.2 == nil && match.3 == nil {
-            guard let value = Int64(clean) else { throw fail("integer '\(token)' is out of range") }
-            return .integer(value)
-        }
-        return Double(clean).map(TOMLValue.float)
-    }
-
-    func string(_ scalars: ArraySlice<Unicode.Scalar>) -> String { String(String.UnicodeScalarView(scalars)) }
 }

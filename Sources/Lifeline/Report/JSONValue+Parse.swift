@@ -93,23 +93,33 @@ extension JSONValue {
             }
         }
 
+        /// JSON's own grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`. No '+', no leading
+        /// zeros, no bare '.', no inf or nan; Double alone would take all of those.
         mutating func number() throws(ParseError) -> JSONValue {
             let start = index
-            var isInteger = true
-            while index < bytes.count {
-                let b = bytes[index]
-                if (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || b == UInt8(ascii: "-") {
-                } else if b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E")
-                    || b == UInt8(ascii: "+")
-                {
-                    isInteger = false
-                } else {
-                    break
-                }
+            func digits() -> Int {
+                let first = index
+                while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+                return index - first
+            }
+            func skip(_ c: Character) -> Bool {
+                guard index < bytes.count, bytes[index] == c.asciiValue! else { return false }
                 index += 1
+                return true
+            }
+            _ = skip("-")
+            let isZero = index < bytes.count && bytes[index] == UInt8(ascii: "0")
+            let whole = isZero ? (skip("0") ? 1 : 0) : digits()
+            var isInteger = true
+            var valid = whole > 0
+            if valid, skip(".") { (isInteger, valid) = (false, digits() > 0) }
+            if valid, skip("e") || skip("E") {
+                isInteger = false
+                _ = skip("+") || skip("-")
+                valid = digits() > 0
             }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
-            guard !text.isEmpty, let double = Double(text), double.isFinite else {
+            guard valid, let double = Double(text), double.isFinite else {
                 index = start
                 throw fail("invalid value")
             }
@@ -153,6 +163,9 @@ extension JSONValue {
                         out.append(contentsOf: Array(String(Character(s)).utf8))
                     default: throw fail("invalid escape")
                     }
+                case 0..<0x20:
+                    index -= 1
+                    throw fail("control character in string; write it as an escape")
                 default:
                     out.append(b)
                 }
