@@ -9,6 +9,9 @@ let package = Package(
         .library(name: "LifelineHTTP", targets: ["LifelineHTTP"]),
         // The C shims, for benchmarks that measure bare Lua beside the host.
         .library(name: "CLuaShims", targets: ["CLuaShims"]),
+        // What the tests share: plugins as closures, hosts driven by hand, a watchdog clock moved
+        // by hand. For tests of code built on Lifeline, as HummingbirdTesting is for Hummingbird.
+        .library(name: "LifelineTesting", targets: ["LifelineTesting"]),
         .executable(name: "lifeline", targets: ["lifeline"]),
     ],
     dependencies: [
@@ -65,11 +68,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "LifelineTests", dependencies: ["Lifeline"]),
+        // The tests' shared helpers; no Lua, so the core's tests stand without it.
+        .target(
+            name: "LifelineTesting",
+            dependencies: ["Lifeline", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "LifelineTests",
+            dependencies: ["Lifeline", "LifelineTesting", .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "LifelineLuaTests",
             dependencies: [
-                "LifelineLua", "Lifeline", "CLuaShims", "CLua", .product(name: "Logging", package: "swift-log"),
+                "LifelineLua", "Lifeline", "LifelineTesting", "CLuaShims", "CLua",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "lifelineTests", dependencies: ["Lifeline"]),
         .testTarget(
