@@ -250,9 +250,17 @@ func api_wrongArgument_raisesErrorNamingFunctionAndArgument(_ bad: BadCall) thro
 @Test func api_zeroDelayTimerLoop_isEndedByUntil() throws {
     // Each zero-delay timer fires 1 ms later, so virtual time moves on and `until` ends the run.
     let recorder = try simulate(
-        plugins(["p": "local n = 0\nlocal function f() n = n + 1; lifeline.after(0, f) end\nf()"]),
+        plugins(["p": """
+            local n = 0
+            local function f() n = n + 1; if n % 500 == 0 then mark(n) end; lifeline.after(0, f) end
+            f()
+            """]),
         scenario: "0s launch", until: .seconds(2))
     #expect(recorder.termination == nil)
+    // The loop really ran, one call per millisecond of virtual time, until the end.
+    let events = markEvents(recorder)
+    #expect(events.map(\.mark) == ["500", "1000", "1500", "2000"])
+    #expect(events.map(\.time) == [.seconds(0.499), .seconds(0.999), .seconds(1.499), .seconds(1.999)])
 }
 
 @Test func api_afterTimers_fireInTimeOrder() throws {
@@ -341,10 +349,20 @@ func api_backgroundTimeRemaining_isTheFullBudgetOnEntry(_ profile: Profile, _ ex
     let source = """
         local a = lifeline.beginBackgroundTask("a")
         local b = lifeline.beginBackgroundTask("b")
-        mark(math.type(a) .. "," .. tostring(a > 0) .. "," .. tostring(b ~= a))
+        mark(math.type(a) .. "," .. math.type(b) .. "," .. tostring(a > 0) .. "," .. tostring(b > 0)
+          .. "," .. tostring(b ~= a))
+        mark(a); mark(b)
         lifeline.endBackgroundTask(a); lifeline.endBackgroundTask(b)
         """
-    #expect(try marksOf(source) == ["integer,true,true"])
+    let recorder = try simulate(plugins(["p": source]))
+    #expect(recorder.pluginErrorCount == 0)
+    let shown = marks(recorder)
+    #expect(shown.first == "integer,integer,true,true,true")
+    // The ids Lua got are those of the tasks the host began under those names.
+    let began = recorder.timeline.filter { $0.event == "taskBegan" }
+    let id = { (name: String) in began.first { $0["name"]?.stringValue == name }?["task"] }
+    #expect(shown.dropFirst().map { JSONValue.int(Int64($0) ?? -1) } == [id("a"), id("b")].compactMap { $0 })
+    #expect(shown.count == 3)
 }
 
 @Test func api_beginBackgroundTaskWithName_recordsTheName() throws {

@@ -12,12 +12,14 @@ import LifelineTesting
             _ = context.beginBackgroundTask("left-behind")
             return .raised(message: "init failed", traceback: "")
         }
-        let fine = swiftPlugin("b-fine") { _ in }
+        let fineFired = Shared<[Double]>([])
+        let fine = swiftPlugin("b-fine") { context in context.after(1) { fineFired.append(context.now) } }
         let h = Harness([broken, fine], loadFailurePolicy: .skip)
         h.at(0, .launch)
         h.at(5, .background)
         h.run(until: 60)
         #expect(fired.value == 0, "a timer of a plugin that failed to load ran")
+        #expect(fineFired.value == [1], "the same timer from a plugin that loaded fires")
         #expect(h.host.activeTasks.isEmpty)
         #expect(h.recorder.termination == nil, "a task from a failed load was left dangling")
         #expect(eventNames(h.recorder).contains("suspended"))
@@ -40,7 +42,9 @@ import LifelineTesting
 
     @Test func loadFailure_underAbort_sendsNoNotificationToThePluginsThatLoaded() throws {
         let ran = Shared(0)
+        let loaded = Shared(0)
         let fine = swiftPlugin("a-fine") { context in
+            loaded.mutate { $0 += 1 }
             context.on(.didFinishLaunching) { _ in ran.mutate { $0 += 1 } }
         }
         let broken = rawPlugin("b-broken") { _ in .raised(message: "cannot load", traceback: "") }
@@ -48,6 +52,7 @@ import LifelineTesting
         h.at(0, .launch)
         h.run(until: 10)
         #expect(h.host.loadError?.exitCode == 65)
+        #expect(loaded.value == 1, "the plugin before the broken one did load")
         #expect(ran.value == 0)
         #expect(!eventNames(h.recorder).contains("didFinishLaunching"))
     }

@@ -367,6 +367,8 @@ func reportNumber_seconds_roundsToTheMillisecondWithoutTrailingZeros(_ ns: Int64
     #expect(ended.json.serialized() == TimelineEvent(
         time: t, event: "taskEnded", fields: [("plugin", .string("p")), ("task", .int(3)), ("expired", .bool(true))]
     ).json.serialized())
+    // Both sides above go through one serializer: the text itself, written by hand.
+    #expect(ended.json.serialized() == #"{"t":2,"event":"taskEnded","plugin":"p","task":3,"expired":true}"#)
     #expect(ended["expired"] == .bool(true))
     let finished = TimelineEvent.operation(
         time: t, event: "opFinished", plugin: "p", queue: "q", op: 7, name: nil,

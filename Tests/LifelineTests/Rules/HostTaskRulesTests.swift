@@ -547,14 +547,16 @@ func t6_endUnknownID_returnsFalseAndRecordsEndUnknownTask(_ id: Int) throws {
     let log = Shared<[String]>([])
     let p = swiftPlugin("p") { context in
         context.on(.didEnterBackground) { _ in
-            context.after(9) { log.append("nine") }
-            context.after(3) { log.append("three") }
-            context.after(6) { log.append("six") }
+            context.after(9) { log.append("nine@\(context.now)") }
+            context.after(3) { log.append("three@\(context.now)") }
+            context.after(6) { log.append("six@\(context.now)") }
             context.after(100) { log.append("hundred@\(context.now)") }
         }
     }
     _ = try simulate("0s launch\n1s background\n30s foreground", [p])
-    #expect(log.value == ["three", "six", "nine", "hundred@101.0"])
+    // Due at 4, 7 and 10 s while suspended: all three at the foreground, in their order; the
+    // fourth at its own time.
+    #expect(log.value == ["three@30.0", "six@30.0", "nine@30.0", "hundred@101.0"])
 }
 
 @Test func t7_timerDueInBackgroundWithATask_firesOnTime() throws {
@@ -573,15 +575,16 @@ func t6_endUnknownID_returnsFalseAndRecordsEndUnknownTask(_ id: Int) throws {
 }
 
 @Test func t7_cancelledTimer_neverFires() throws {
-    let fired = Shared(false)
+    let fired = Shared<[String]>([])
     let p = swiftPlugin("p") { context in
         context.on(.didBecomeActive) { _ in
-            let id = context.after(1) { fired.value = true }
+            let id = context.after(1) { fired.append("cancelled@\(context.now)") }
+            context.after(2) { fired.append("kept@\(context.now)") }
             context.cancelTimer(id)
         }
     }
     _ = try simulate("0s launch\n10s resign", [p])
-    #expect(fired.value == false)
+    #expect(fired.value == ["kept@2.0"], "the timer set beside it fires; the cancelled one never")
 }
 
 // MARK: - T8. Task limit
@@ -596,7 +599,9 @@ private let limit3 = profile { $0.taskLimit = 3 }
         }
     }
     let recorder = try simulate("0s launch\n2s background", [p], profile: limit3)
+    #expect(ids.value.count == 4)
     #expect(ids.value.prefix(3).allSatisfy { $0 > 0 })
+    #expect(Set(ids.value.prefix(3)).count == 3, "three distinct tasks")
     #expect(ids.value.last == 0, "the task beyond the limit is invalid")
     let termination = try #require(recorder.termination)
     #expect(termination.kind == .taskLimit)
@@ -697,6 +702,7 @@ private let limit3 = profile { $0.taskLimit = 3 }
     let p = swiftPlugin("p") { context in
         context.on(.didEnterBackground) { _ in
             _ = context.beginBackgroundTask("stuck")
+            context.after(10) { fired.append("timer@\(context.now)") }
             context.after(40) { fired.append("timer@\(context.now)") }
         }
     }
@@ -706,7 +712,7 @@ private let limit3 = profile { $0.taskLimit = 3 }
     // Keep the executor going long after the termination at 31 s.
     h.run(until: 500, stopWhenStopped: false)
     #expect(h.recorder.termination?.kind == .backgroundTaskTimeout)
-    #expect(fired.value.isEmpty)
+    #expect(fired.value == ["timer@11.0"], "the timer due before the termination fired, the one after never")
     #expect(eventNames(h.recorder).last == "terminated")
 }
 

@@ -265,6 +265,11 @@ func host_scenarioAction_recordsNotificationsInIOSOrder(_ c: NotificationCase) t
     let seen = Shared<[String]>([])
     _ = try simulate("0s launch\n1s background\n2s terminate", [observer(seen)])
     #expect(!seen.value.contains { $0.contains("willTerminate") })
+    #expect(seen.value.last == "1 didEnterBackground state=background visible=background", "the observer was called")
+    // Positive control: the same terminate from the foreground does send it.
+    let control = Shared<[String]>([])
+    _ = try simulate("0s launch\n2s terminate", [observer(control)])
+    #expect(control.value.last == "2 willTerminate state=active visible=active")
 }
 
 @Test func host_relaunch_makesEveryPluginAfreshAndClosesTheOldOne() throws {
@@ -313,8 +318,10 @@ func host_scenarioAction_recordsNotificationsInIOSOrder(_ c: NotificationCase) t
     let seen = Shared<[String]>([])
     let p = swiftPlugin("p") { context in
         let id = context.on(.didBecomeActive) { _ in seen.append("called") }
+        context.on(.didBecomeActive) { _ in seen.append("kept@\(context.now)") }
         context.cancelSubscription(id)
     }
     _ = try simulate("0s launch\n1s resign\n2s activate", [p])
-    #expect(seen.value.isEmpty)
+    // Only the subscription left in place is called, at both activations.
+    #expect(seen.value == ["kept@0.0", "kept@2.0"])
 }
