@@ -70,14 +70,21 @@ import LifelineTesting
 
 @Test func t1_beginAfterTheAppEnded_returnsZero() throws {
     let saved = Shared<PluginContext?>(nil)
-    let p = swiftPlugin("p") { context in saved.value = context }
+    let early = Shared(0)
+    let p = swiftPlugin("p") { context in
+        saved.value = context
+        // Positive control: the same context, while the app runs, begins a real task.
+        early.value = context.beginBackgroundTask("early")
+        context.endBackgroundTask(early.value)
+    }
     let h = Harness([p])
     h.at(0, .launch)
     h.at(1, .terminate)
     h.run(until: 10)
     let context = try #require(saved.value)
+    #expect(early.value > 0)
     #expect(context.beginBackgroundTask("late") == 0)
-    #expect(lines(h.recorder, only: ["taskBegan"]).isEmpty)
+    #expect(lines(h.recorder, only: ["taskBegan"]) == ["0 taskBegan plugin=p task=\(early.value) name=early"])
 }
 
 // MARK: - T2. The budget
@@ -341,6 +348,10 @@ func t3_expirationMoment_isBudgetMinusLead(_ profile: Profile) throws {
     let recorder = try simulate("0s launch\n1s background\n10s foreground", [p])
     #expect(called.value == false)
     #expect(lines(recorder, only: ["taskExpiring", "terminated"]).isEmpty)
+    // Positive control: left in the background, the same task reaches the moment at 26 s.
+    let control = try simulate("0s launch\n1s background", [p])
+    #expect(called.value == true)
+    #expect(lines(control, only: ["taskExpiring"]) == ["26 taskExpiring plugin=p task=1"])
 }
 
 // MARK: - T4. Handlers end their tasks
@@ -388,6 +399,13 @@ func t3_expirationMoment_isBudgetMinusLead(_ profile: Profile) throws {
     #expect(!logs.value.contains { $0.lowercased().contains("still not ended") })
     #expect(recorder.termination == nil)
     #expect(recorder.exitCode == 0)
+    // Positive control: a handler that leaves its task running gets the warning, in the same logs.
+    let rude = swiftPlugin("p") { context in
+        context.on(.didEnterBackground) { _ in _ = context.beginBackgroundTask("rude") {} }
+    }
+    let control = try simulate("0s launch\n1s background", [rude], logger: capturingLogger(logs))
+    #expect(logs.value.contains { $0.lowercased().contains("still not ended") })
+    #expect(control.termination?.kind == .backgroundTaskTimeout)
 }
 
 // MARK: - T5. Time runs out
@@ -639,6 +657,12 @@ private let limit3 = profile { $0.taskLimit = 3 }
     }
     let recorder = try simulate("0s launch", [p], profile: limit3)
     #expect(recorder.termination == nil)
+    #expect(lines(recorder, only: ["taskBegan"]).count == 13, "all thirteen began")
+    // Positive control: a fourth task active at once is one too many.
+    let greedy = swiftPlugin("p") { context in
+        context.on(.didBecomeActive) { _ in for _ in 1...4 { _ = context.beginBackgroundTask() } }
+    }
+    #expect(try simulate("0s launch", [greedy], profile: limit3).termination?.kind == .taskLimit)
 }
 
 @Test func t8_tasksOfSeveralPlugins_shareTheLimit() throws {
