@@ -57,6 +57,8 @@ private func expectPreempted(_ recorder: Recorder, sourceLocation: SourceLocatio
 @Test func preemption_endsTheSimulationThere() throws {
     // The 2 s foreground step never runs: the app was terminated at 1 s.
     let recorder = try runaway("while true do end")
+    expectPreempted(recorder)
+    #expect(recorder.timeline.contains { $0.event == "didEnterBackground" }, "the run got as far as the loop")
     #expect(!recorder.timeline.contains { $0.event == "willEnterForeground" })
 }
 

@@ -32,12 +32,16 @@ import LifelineTesting
             saved.value = context
             return .raised(message: "init failed", traceback: "")
         }
-        let h = Harness([broken], loadFailurePolicy: .skip)
+        // Positive control: a plugin that loaded begins real tasks in the same run.
+        let fineID = Shared(0)
+        let fine = swiftPlugin("fine") { context in fineID.value = context.beginBackgroundTask("kept") }
+        let h = Harness([broken, fine], loadFailurePolicy: .skip)
         h.at(0, .launch)
         h.run(until: 1)
         let context = try #require(saved.value)
         #expect(context.beginBackgroundTask(name: "late", expirationHandler: nil) == 0)
-        #expect(h.host.activeTasks.isEmpty)
+        #expect(fineID.value > 0)
+        #expect(h.host.activeTasks.map(\.id) == [fineID.value], "only the loaded plugin's task is active")
     }
 
     @Test func loadFailure_underAbort_sendsNoNotificationToThePluginsThatLoaded() throws {
