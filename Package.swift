@@ -9,6 +9,9 @@ let package = Package(
         .library(name: "LifelineHTTP", targets: ["LifelineHTTP"]),
         // The C shims, for benchmarks that measure bare Lua beside the host.
         .library(name: "CLuaShims", targets: ["CLuaShims"]),
+        // What the tests share: plugins as closures, hosts driven by hand, a watchdog clock moved
+        // by hand. For tests of code built on Lifeline, as HummingbirdTesting is for Hummingbird.
+        .library(name: "LifelineTesting", targets: ["LifelineTesting"]),
         .executable(name: "lifeline", targets: ["lifeline"]),
     ],
     dependencies: [
@@ -69,14 +72,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The tests' shared helpers; no Lua, so the core's tests stand without it.
+        .target(
+            name: "LifelineTesting",
+            dependencies: ["Lifeline", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "LifelineTests",
-            // GRDB: a migration test writes an older host's state database by hand.
-            dependencies: ["Lifeline", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "Lifeline", "LifelineTesting", .product(name: "Logging", package: "swift-log"),
+                // GRDB: a migration test writes an older host's state database by hand.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         .testTarget(
             name: "LifelineLuaTests",
             dependencies: [
-                "LifelineLua", "Lifeline", "CLuaShims", "CLua", .product(name: "Logging", package: "swift-log"),
+                "LifelineLua", "Lifeline", "LifelineTesting", "CLuaShims", "CLua",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "lifelineTests", dependencies: ["Lifeline"]),
         .testTarget(

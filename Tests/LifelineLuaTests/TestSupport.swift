@@ -6,9 +6,11 @@ import Testing
 
 @testable import Lifeline
 @testable import LifelineLua
+import LifelineTesting
 
-// Helpers shared by the Lua bridge tests. Every test writes its plugins to a folder of its own
-// (tests run in parallel), and nothing here is global or mutable.
+// Helpers for the Lua bridge tests: what needs Lua or the plugin loader. The rest (folders,
+// databases, logs, plugins as closures) is in LifelineTesting. Every test writes its plugins to a
+// folder of its own (tests run in parallel), and nothing here is global or mutable.
 
 /// One line of Lua to put before a plugin's code, on the same line so that line numbers in
 /// messages stay those of the code as written. `mark(x)` makes `x` visible in the timeline: it
@@ -17,46 +19,11 @@ import Testing
 let markPrelude =
     "local function mark(s) lifeline.endBackgroundTask(lifeline.beginBackgroundTask('mark:' .. tostring(s))) end "
 
-/// Writes `files` (paths relative to a fresh temporary folder) and calls `body` with the folder's
-/// path. The folder is removed afterwards, whatever happens.
-func withPluginFolder<T>(
-    _ files: [String: String], binary: [String: [UInt8]] = [:], _ body: (String) throws -> T
-) throws -> T {
-    let root = FileManager.default.temporaryDirectory
-        .appendingPathComponent("lifeline-lua-tests-\(UUID().uuidString)", isDirectory: true)
-    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: root) }
-    for (path, text) in files {
-        try write(Data(text.utf8), to: root.appendingPathComponent(path))
-    }
-    for (path, bytes) in binary {
-        try write(Data(bytes), to: root.appendingPathComponent(path))
-    }
-    return try body(root.path)
-}
-
-private func write(_ data: Data, to url: URL) throws {
-    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-    try data.write(to: url)
-}
-
 /// A plugin folder holding one plugin per entry: `name -> init.lua`, each with `markPrelude`.
 func plugins(_ sources: [String: String]) -> [String: String] {
     var files: [String: String] = [:]
     for (name, source) in sources { files["\(name)/init.lua"] = markPrelude + source }
     return files
-}
-
-/// A profile with every watchdog limit as in ios13 except the ones given.
-func profile(
-    launch: Double? = nil, background: Double? = nil, transition: Double? = nil, expiration: Double? = nil
-) -> Profile {
-    var p = Profile.ios13
-    if let launch { p.launchLimit = launch }
-    if let background { p.backgroundLimit = background }
-    if let transition { p.transitionLimit = transition }
-    if let expiration { p.expirationHandlerLimit = expiration }
-    return p
 }
 
 /// Loads the Lua plugins in `files` and runs `scenario` in virtual time. With `logs`, the lines
@@ -88,27 +55,6 @@ func simulate(
     }
 }
 
-/// A state database in a fresh folder, removed afterwards.
-func withDatabase<T>(_ body: (StateDatabase) throws -> T) throws -> T {
-    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    return try body(try StateDatabase.open(stateDirectory: dir))
-}
-
-/// Collects log lines as "level: message" (a LogHandler whose copies share one list).
-final class LogLines: LogHandler, @unchecked Sendable {
-    private let lock = NSLock()
-    private var collected: [String] = []
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) { lock.withLock { collected.append("\(event.level): \(event.message)") } }
-    var lines: [String] { lock.withLock { collected } }
-}
-
 /// The error that loading and running `files` fails with, or nil when it runs.
 func simulationError(
     _ files: [String: String], binary: [String: [UInt8]] = [:], scenario: String = "0s launch",
@@ -134,13 +80,6 @@ func marksOf(_ source: String, scenario: String = "0s launch") throws -> [String
     return marks(recorder)
 }
 
-extension JSONValue {
-    var stringValue: String? {
-        if case .string(let s) = self { return s }
-        return nil
-    }
-}
-
 /// The marks a run recorded (see `markPrelude`), in order.
 func marks(_ recorder: Recorder) -> [String] { markEvents(recorder).map(\.mark) }
 
@@ -149,14 +88,6 @@ func markEvents(_ recorder: Recorder) -> [(mark: String, plugin: String, time: H
     recorder.timeline.compactMap { e in
         guard e.event == "taskBegan", let name = e["name"]?.stringValue, name.hasPrefix("mark:") else { return nil }
         return (String(name.dropFirst("mark:".count)), e["plugin"]?.stringValue ?? "", e.time)
-    }
-}
-
-/// The pluginError events of a run.
-func pluginErrors(_ recorder: Recorder) -> [(plugin: String, message: String, traceback: String)] {
-    recorder.timeline.compactMap { e in
-        guard e.event == "pluginError" else { return nil }
-        return (e["plugin"]?.stringValue ?? "", e["message"]?.stringValue ?? "", e["traceback"]?.stringValue ?? "")
     }
 }
 
@@ -194,13 +125,6 @@ func capturingDescriptor(
         box.plugin = plugin
         return plugin
     }
-}
-
-/// A host on a virtual clock with the given plugins; the caller drives it step by step.
-func makeHost(_ descriptors: [PluginDescriptor], profile: Profile = .ios13) -> LifelineHost {
-    LifelineHost(
-        configuration: HostConfiguration(profile: profile), plugins: descriptors,
-        executor: MainExecutor(clock: VirtualClock()))
 }
 
 /// Reads the folder's plugins and makes each, as a run loads them: a plugin.toml that cannot be

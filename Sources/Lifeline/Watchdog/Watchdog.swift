@@ -54,10 +54,14 @@ public struct WatchdogTarget: Sendable {
 /// disarming cost a lock and, when the deadline moves earlier, a wake-up; nothing runs inside the
 /// Lua VM until a deadline has passed.
 ///
+/// Its time comes from a `WatchdogClock`: CLOCK_MONOTONIC in the host, a clock that tests move by
+/// hand so that no test waits for a deadline in real time.
+///
 /// Threading: `arm`/`disarm` from the main executor; `fire` runs on the watchdog's own thread.
 public final class Watchdog: @unchecked Sendable {
-    private let condition = MonotonicCondition()
-    // Guarded by `condition`.
+    private let waiter = WatchdogWaiter()
+    private let clock: any WatchdogClock
+    // Guarded by `waiter`'s lock.
     private var policy: WatchdogPolicy
     private var stopping = false
     private var thread: Thread?
@@ -65,12 +69,17 @@ public final class Watchdog: @unchecked Sendable {
     private let onUnpreemptible: @Sendable (WatchdogTarget) -> Void
 
     /// - Parameters:
-    ///   - stopGrace: real seconds that stopped code has to unwind before it counts as
+    ///   - stopGrace: seconds on `clock` that stopped code has to unwind before it counts as
     ///     unstoppable (Lua stuck inside one C call never reaches the hook).
+    ///   - clock: where deadlines are read and waited for; `arm` takes deadlines on this clock.
     ///   - onUnpreemptible: what to do when code overruns and cannot be stopped; called on the
     ///     watchdog's thread while the main executor is still inside that code.
-    public init(stopGrace: Double = 1, onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }) {
+    public init(
+        stopGrace: Double = 1, clock: any WatchdogClock = MonotonicWatchdogClock(),
+        onUnpreemptible: @escaping @Sendable (WatchdogTarget) -> Void = { _ in }
+    ) {
         self.onUnpreemptible = onUnpreemptible
+        self.clock = clock
         self.policy = WatchdogPolicy(stopGrace: UInt64(max(0, stopGrace) * 1e9))
         let t = Thread { [unowned self] in self.loop() }
         t.name = "lifeline-watchdog"
@@ -80,17 +89,18 @@ public final class Watchdog: @unchecked Sendable {
 
     /// Stops the thread. Call once, before dropping the watchdog.
     public func shutdown() {
-        condition.withLock {
+        waiter.condition.withLock {
             stopping = true
-            condition.signal()
+            waiter.condition.signal()
         }
-        while !condition.withLock({ thread == nil }) { usleep(100) }
+        while !waiter.condition.withLock({ thread == nil }) { usleep(100) }
     }
 
-    /// Guards `target` until `deadline` (CLOCK_MONOTONIC nanoseconds).
+    /// Guards `target` until `deadline` (nanoseconds on the watchdog's clock: CLOCK_MONOTONIC
+    /// unless another clock was given).
     public func arm(deadline: UInt64, target: WatchdogTarget) {
-        condition.withLock {
-            if policy.arm(deadline: deadline, target: target) { condition.signal() }
+        waiter.condition.withLock {
+            if policy.arm(deadline: deadline, target: target) { waiter.condition.signal() }
         }
     }
 
@@ -99,15 +109,16 @@ public final class Watchdog: @unchecked Sendable {
     /// - Returns: whether the deadline passed while the target was guarded (the watchdog acted).
     @discardableResult
     public func disarm() -> Bool {
-        condition.withLock { policy.disarm() }
+        waiter.condition.withLock { policy.disarm() }
     }
 
     private func loop() {
+        let condition = waiter.condition
         condition.lock()
         while !stopping {
-            switch policy.next(now: Monotonic.nanoseconds()) {
+            switch policy.next(now: clock.nanoseconds()) {
             case .wait(let until):
-                condition.wait(until: until)
+                clock.wait(waiter, until: until)
             case .preempt(let target):
                 target.preemptor?.preempt()
             case .giveUp(let target):
@@ -119,4 +130,40 @@ public final class Watchdog: @unchecked Sendable {
         thread = nil
         condition.unlock()
     }
+}
+
+/// Where the watchdog's thread reads the time and waits for its deadline.
+public protocol WatchdogClock: Sendable {
+    /// Now, in nanoseconds.
+    func nanoseconds() -> UInt64
+    /// Called on the watchdog's thread with `waiter`'s lock held: blocks until `deadline` (nil:
+    /// none) may have passed on this clock or the waiter is woken. It may return early, for the
+    /// watchdog reads the clock again after every wait.
+    func wait(_ waiter: WatchdogWaiter, until deadline: UInt64?)
+}
+
+/// CLOCK_MONOTONIC: the host's clock, which a change of the wall clock cannot move.
+public struct MonotonicWatchdogClock: WatchdogClock {
+    public init() {}
+
+    public func nanoseconds() -> UInt64 { Monotonic.nanoseconds() }
+
+    public func wait(_ waiter: WatchdogWaiter, until deadline: UInt64?) {
+        waiter.condition.wait(until: deadline)
+    }
+}
+
+/// The watchdog thread's lock and wake-up, as a clock sees them: a clock that is moved by hand
+/// wakes the waiter with `wake()`, and waits on it with `waitUntilWoken()`.
+public final class WatchdogWaiter: Sendable {
+    let condition = MonotonicCondition()
+
+    init() {}
+
+    /// Blocks, with the lock held, until `wake()`. May return spuriously.
+    public func waitUntilWoken() { condition.wait(until: nil) }
+
+    /// Wakes the watchdog's thread so that it reads its clock again. Takes the lock, so a wake-up
+    /// cannot fall between the thread's reading of the clock and its wait.
+    public func wake() { condition.withLock { condition.signal() } }
 }

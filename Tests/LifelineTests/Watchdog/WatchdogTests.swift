@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+
+@testable import Lifeline
+import LifelineTesting
+
+// The Watchdog type on its own, on a clock the test moves by hand: each deadline is crossed at a
+// known instant, so nothing here sleeps or depends on how loaded the machine is.
+
+/// Records the clock's time at each preempt() call, as the Lua bridge's stop would be asked.
+private final class ClockPreemptor: Preemptible {
+    let clock: ManualWatchdogClock
+    let calls = Shared<[UInt64]>([])
+    init(_ clock: ManualWatchdogClock) { self.clock = clock }
+    func preempt() { calls.append(clock.nanoseconds()) }
+    var count: Int { calls.value.count }
+}
+
+private func target(_ preemptor: (any Preemptible)?, handler: String = "timer") -> WatchdogTarget {
+    WatchdogTarget(plugin: "p", handler: handler, limit: 1, preemptor: preemptor, time: .zero)
+}
+
+private let ms: UInt64 = 1_000_000
+
+@Suite struct WatchdogTests {
+    @Test func watchdog_deadlinePassesWhileArmed_preemptsOnceAtTheDeadline() {
+        let clock = ManualWatchdogClock()
+        let preemptor = ClockPreemptor(clock)
+        let dog = Watchdog(clock: clock)
+        defer { dog.shutdown() }
+        dog.arm(deadline: 20 * ms, target: target(preemptor))
+        clock.advance(to: 20 * ms - 1)
+        #expect(preemptor.count == 0, "not before the deadline")
+        clock.advance(to: 20 * ms)
+        #expect(preemptor.calls.value == [20 * ms], "once, at the deadline")
+        clock.advance(by: 0.5)  // within the one-second stop grace
+        #expect(preemptor.count == 1)
+        #expect(dog.disarm(), "disarm says the watchdog acted")
+    }
+
+    @Test func watchdog_disarmedBeforeDeadline_neverActs() {
+        let clock = ManualWatchdogClock()
+        let preemptor = ClockPreemptor(clock)
+        let unpreemptible = Shared(0)
+        let dog = Watchdog(clock: clock) { _ in unpreemptible.mutate { $0 += 1 } }
+        defer { dog.shutdown() }
+        dog.arm(deadline: 500 * ms, target: target(preemptor))
+        #expect(!dog.disarm())
+        dog.arm(deadline: 500 * ms, target: target(nil))
+        #expect(!dog.disarm())
+        clock.advance(by: 10)
+        #expect(preemptor.count == 0)
+        #expect(unpreemptible.value == 0)
+        // Positive control: the same watchdog, armed and left armed past a deadline, acts.
+        dog.arm(deadline: clock.nanoseconds() + 500 * ms, target: target(nil))
+        clock.advance(by: 0.5)
+        #expect(unpreemptible.value == 1)
+        #expect(dog.disarm())
+    }
+
+    @Test func watchdog_swiftTarget_callsOnUnpreemptibleWithIt() {
+        let clock = ManualWatchdogClock()
+        let seen = Shared<[String]>([])
+        let dog = Watchdog(clock: clock) { t in seen.append("\(t.plugin) \(t.handler) at \(clock.nanoseconds() / ms)") }
+        defer { dog.shutdown() }
+        dog.arm(deadline: 10 * ms, target: target(nil))
+        clock.advance(to: 9 * ms)
+        #expect(seen.value.isEmpty)
+        clock.advance(to: 10 * ms)
+        #expect(seen.value == ["p timer at 10"])
+        clock.advance(by: 5)
+        #expect(seen.value == ["p timer at 10"], "once only")
+        #expect(dog.disarm())
+    }
+
+    @Test func watchdog_earlierDeadline_wakesTheThread() {
+        let clock = ManualWatchdogClock()
+        let preemptor = ClockPreemptor(clock)
+        let dog = Watchdog(clock: clock)
+        defer { dog.shutdown() }
+        dog.arm(deadline: 60_000 * ms, target: target(preemptor))
+        #expect(clock.watchdogWaits(until: 60_000 * ms))
+        // The arm alone must wake the thread: the clock does not, until it is moved.
+        dog.arm(deadline: 20 * ms, target: target(preemptor))
+        #expect(clock.watchdogWaits(until: 20 * ms))
+        clock.advance(to: 20 * ms)
+        #expect(preemptor.calls.value == [20 * ms])
+    }
+
+    @Test func watchdog_laterDeadlineForTheSameEvent_wakesNothingAndStillActsAtIt() {
+        let clock = ManualWatchdogClock()
+        let preemptor = ClockPreemptor(clock)
+        let dog = Watchdog(clock: clock)
+        defer { dog.shutdown() }
+        dog.arm(deadline: 20 * ms, target: target(preemptor))
+        #expect(clock.watchdogWaits(until: 20 * ms))
+        dog.disarm()
+        dog.arm(deadline: 30 * ms, target: target(preemptor))
+        clock.advance(to: 20 * ms)
+        #expect(preemptor.count == 0, "the old deadline finds the new target not yet due")
+        clock.advance(to: 30 * ms)
+        #expect(preemptor.calls.value == [30 * ms])
+    }
+
+    @Test func watchdog_stoppedCodeThatDoesNotUnwind_isGivenUpOnAfterTheGrace() {
+        let clock = ManualWatchdogClock()
+        let preemptor = ClockPreemptor(clock)
+        let gaveUp = Shared<[String]>([])
+        let dog = Watchdog(stopGrace: 0.1, clock: clock) { t in
+            gaveUp.append("\(t.handler) at \(clock.nanoseconds() / ms)")
+        }
+        defer { dog.shutdown() }
+        dog.arm(deadline: 1000 * ms, target: target(preemptor, handler: "didEnterBackground"))
+        clock.advance(to: 1000 * ms)
+        #expect(preemptor.calls.value == [1000 * ms])
+        #expect(gaveUp.value.isEmpty)
+        clock.advance(to: 1100 * ms - 1)
+        #expect(gaveUp.value.isEmpty, "not before the grace has passed")
+        clock.advance(to: 1100 * ms)
+        #expect(gaveUp.value == ["didEnterBackground at 1100"])
+        #expect(preemptor.count == 1, "asked to stop once only")
+        #expect(dog.disarm())
+    }
+
+    @Test func watchdog_codeThatUnwindsWithinTheGrace_isNotGivenUpOn() {
+        let clock = ManualWatchdogClock()
+        let preemptor = ClockPreemptor(clock)
+        let gaveUp = Shared(0)
+        let dog = Watchdog(stopGrace: 0.1, clock: clock) { _ in gaveUp.mutate { $0 += 1 } }
+        defer { dog.shutdown() }
+        dog.arm(deadline: 1000 * ms, target: target(preemptor))
+        clock.advance(to: 1000 * ms)
+        #expect(preemptor.count == 1)
+        #expect(dog.disarm(), "the code unwound after the stop")
+        clock.advance(by: 10)
+        #expect(gaveUp.value == 0)
+    }
+}
