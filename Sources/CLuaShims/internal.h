@@ -85,9 +85,4 @@ LIFELINE_FUNC void lifeline_open_coroutines(lua_State *L);
 /// and of its error values. A class's methods are the entries of `functions` named "class:method".
 LIFELINE_FUNC void lifeline_open_objects(lua_State *L, const LifelineReg *functions);
 
-// ---------------------------------------------------------------- json.c
-
-/// Pushes the `lifeline.json` table.
-LIFELINE_FUNC int lifeline_open_json(lua_State *L);
-
 #endif

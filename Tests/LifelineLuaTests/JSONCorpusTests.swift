@@ -62,7 +62,7 @@ private final class LuaJSON {
 
     init() {
         L = luaL_newstate()!
-        lifeline_push_json(L)  // stack: json
+        lifeline_open_json(L)  // stack: json
     }
 
     deinit { lua_close(L) }

@@ -184,6 +184,10 @@ typedef struct LifelineHooks {
 /// argument is kept: the closures hold the function pointers, and Lua strings the names.
 int lifeline_open_module(lua_State *L, const LifelineReg *functions, const LifelineHooks *hooks);
 
+/// Pushes the `lifeline.json` table (json.c). The module opens it as `lifeline.json`; a bare state
+/// can open it alone, as the JSON tests do.
+int lifeline_open_json(lua_State *L);
+
 /// A handle returned to Lua by on() and after(): what it cancels.
 typedef struct LifelineHandle {
     int kind;

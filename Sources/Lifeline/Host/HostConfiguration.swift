@@ -26,6 +26,9 @@ public struct HostConfiguration: Sendable {
     /// Real seconds that Lua code, once asked to stop, has to unwind before it is treated as
     /// unstoppable, like Swift code (it is stuck inside one C call).
     public var stopGrace: Double = 1
+    /// The watchdog's time: CLOCK_MONOTONIC, or a clock a test moves by hand. Deadlines are set
+    /// and checked on it; handler durations for the pictures stay real.
+    public var watchdogClock: any WatchdogClock = MonotonicWatchdogClock()
     /// Called on the watchdog's thread when code overruns and cannot be stopped (W3): Swift code,
     /// or Lua code still running a grace after it was asked to stop. The main executor is still
     /// inside that code. The CLI writes the report there and exits.

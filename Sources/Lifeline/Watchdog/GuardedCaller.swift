@@ -26,6 +26,7 @@ final class GuardedCaller {
 
     private let session: AppSession
     private let watchdog: Watchdog
+    private let clock: any WatchdogClock
     private let watchdogScale: Double
     private let recordsHandlerCalls: Bool
     /// How many calls into plugin code are on the stack (0 or 1: plugin code never calls plugin code).
@@ -44,9 +45,10 @@ final class GuardedCaller {
         self.session = session
         self.watchdogScale = configuration.watchdogScale
         self.recordsHandlerCalls = configuration.recordsHandlerCalls
+        self.clock = configuration.watchdogClock
         let fatal = configuration.onUnpreemptibleOverrun
         let recorder = session.recorder
-        self.watchdog = Watchdog(stopGrace: configuration.stopGrace) { target in
+        self.watchdog = Watchdog(stopGrace: configuration.stopGrace, clock: configuration.watchdogClock) { target in
             if target.handler == GuardedCaller.loadHandler {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
                 fatal?(.loadFailed(.badInput(GuardedCaller.loadUnstoppableMessage(target))))
@@ -68,7 +70,7 @@ final class GuardedCaller {
     func openWindow(limit: Double, handler: String) -> Window {
         let scaled = limit / max(watchdogScale, 1e-9) * 1e9
         let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
-        return Window(deadline: Monotonic.nanoseconds() &+ span, limit: limit, handler: handler)
+        return Window(deadline: clock.nanoseconds() &+ span, limit: limit, handler: handler)
     }
 
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
@@ -83,7 +85,7 @@ final class GuardedCaller {
             recordPluginError(context, message: message, traceback: traceback, handler: window.handler)
         case .overran(let traceback):
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
-            let late = Double(Monotonic.nanoseconds() &- window.deadline) / 1e6
+            let late = Double(clock.nanoseconds() &- window.deadline) / 1e6
             lastOverrunLateness = late
             session.logger.info("watchdog: plugin '\(context.pluginName)' stopped \(late) ms past its deadline")
             let target = WatchdogTarget(
