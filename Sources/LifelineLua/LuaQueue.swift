@@ -176,7 +176,7 @@ extension LuaModule {
     private struct OperationSpec {
         var name: String?
         var unique = UniquenessPolicy.ignore
-        var timeout = HostQueue.defaultTimeout
+        var timeout = QueueOperation.defaultTimeout
     }
 
     /// Reads the operation at `idx` (raw reads: no metamethod runs); or pushes why it is not one.

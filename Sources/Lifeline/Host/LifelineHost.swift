@@ -103,7 +103,7 @@ public final class LifelineHost {
     /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
     public var lastOverrunLateness: Double? { parts.caller.lastOverrunLateness }
     /// Waits under way, for tests: none may be left once the work is done.
-    public var pendingWaits: Int { parts.waits.count }
+    package var pendingWaits: Int { parts.waits.count }
 
     /// The reason a force-quit gives the transfers it cancels, as iOS does.
     public static let forceQuitReason = "userForceQuit"

@@ -63,12 +63,12 @@ public final class PluginContext: @unchecked Sendable {
 
     /// Whether the host keeps every event for the report (simulate, `run --report`): then the
     /// events a plugin causes count against its memory cap.
-    public var reportKeepsEvents: Bool { session.recorder.keepsTimeline }
+    package var reportKeepsEvents: Bool { session.recorder.keepsTimeline }
 
     /// Subscribes a handler that reports its own outcome (the bridge's form; Swift plugins use
     /// `on(_:perform:)`). Returns a subscription id for `cancelSubscription`.
     @discardableResult
-    public func subscribe(_ event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
+    package func subscribe(_ event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
         guard isCurrent else { return 0 }
         return parts.subscriptions.subscribe(plugin: index, event: event, handler: handler)
     }
@@ -104,7 +104,7 @@ public final class PluginContext: @unchecked Sendable {
     /// A one-shot timer whose callback reports its own outcome (the bridge's form; Swift plugins
     /// use `after(_:perform:)`). Returns its id for `cancelTimer`.
     @discardableResult
-    public func startTimer(after seconds: Double, callback: @escaping PluginCallback) -> Int {
+    package func startTimer(after seconds: Double, callback: @escaping PluginCallback) -> Int {
         guard isCurrent else { return 0 }
         return parts.timers.start(plugin: index, after: seconds, callback: callback)
     }
@@ -116,7 +116,7 @@ public final class PluginContext: @unchecked Sendable {
 
     /// Calls `completion(true)` after `seconds` on the host's clock, or `completion(false)` if the
     /// app ends first. Returns an id for `cancelWait` (0 if the app is not running).
-    public func sleep(_ seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
+    package func sleep(_ seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
         guard isCurrent else { return 0 }
         return parts.waits.sleep(plugin: index, seconds: seconds, completion: completion)
     }
@@ -124,7 +124,7 @@ public final class PluginContext: @unchecked Sendable {
     /// Starts an HTTP request under the plugin's network permissions; `completion` is called once,
     /// on a later turn, with the response or why it failed (`cancelled` if the app ends first).
     /// Returns an id for `cancelWait` (0 if the app is not running: `completion` is not called).
-    public func http(
+    package func http(
         _ request: HTTPRequest, completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
     ) -> Int {
         guard isCurrent else { return 0 }
@@ -134,19 +134,19 @@ public final class PluginContext: @unchecked Sendable {
 
     /// Stops a wait: its completion is not called. For a request, `recording` is the outcome the
     /// report shows (`expired`, `cancelled`). Harmless if the wait is over.
-    public func cancelWait(_ id: Int, recording kind: HTTPFailure.Kind? = nil) {
+    package func cancelWait(_ id: Int, recording kind: HTTPFailure.Kind? = nil) {
         parts.waits.cancel(id, recording: kind)
     }
 
     /// Runs `callback` on the next turn of the main executor, under the watchdog (the bridge
     /// resumes coroutines this way). Dropped if the app has ended by then.
-    public func enqueue(handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
+    package func enqueue(handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
         guard isCurrent else { return }
         parts.caller.enqueue(self, handler: handler, limit: limit, callback)
     }
 
     /// Records a `pluginError` for an error the host did not catch itself (in a coroutine it resumed).
-    public func reportError(message: String, traceback: String, handler: String) {
+    package func reportError(message: String, traceback: String, handler: String) {
         guard isCurrent else { return }
         parts.caller.recordPluginError(self, message: message, traceback: traceback, handler: handler)
     }

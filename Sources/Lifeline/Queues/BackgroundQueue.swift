@@ -11,7 +11,7 @@
 ///
 /// Everything here runs on the main executor: call it from a handler, a timer or `context.task`.
 public struct BackgroundQueue {
-    public let core: HostQueue
+    package let core: HostQueue
     public let context: PluginContext
 
     public var name: String { core.name }
@@ -31,7 +31,7 @@ public struct BackgroundQueue {
         /// Async code, run as a task on the main executor: it finishes when the closure returns or
         /// throws, or earlier with `op.finish()`. A stop (cancel, timeout, expiry) cancels the task.
         public static func async(
-            name: String? = nil, timeout: Double = HostQueue.defaultTimeout,
+            name: String? = nil, timeout: Double = QueueOperation.defaultTimeout,
             onTimeout: ((QueueOperation) throws -> Void)? = nil,
             _ body: @escaping @Sendable (QueueOperation) async throws -> Void
         ) -> Operation {
@@ -44,7 +44,7 @@ public struct BackgroundQueue {
         /// false it is Backgroundable's `AsyncOperation`: it finishes only with `op.finish()`
         /// (from a timer, a callback) or its timeout.
         public static func sync(
-            name: String? = nil, timeout: Double = HostQueue.defaultTimeout, finishesOnReturn: Bool = true,
+            name: String? = nil, timeout: Double = QueueOperation.defaultTimeout, finishesOnReturn: Bool = true,
             onTimeout: ((QueueOperation) throws -> Void)? = nil, _ body: @escaping (QueueOperation) throws -> Void
         ) -> Operation {
             Operation(
@@ -64,7 +64,7 @@ public struct BackgroundQueue {
     /// Adds async code (see `Operation.async`).
     @discardableResult
     public func add(
-        name: String? = nil, unique: UniquenessPolicy = .ignore, timeout: Double = HostQueue.defaultTimeout,
+        name: String? = nil, unique: UniquenessPolicy = .ignore, timeout: Double = QueueOperation.defaultTimeout,
         onTimeout: ((QueueOperation) throws -> Void)? = nil,
         _ body: @escaping @Sendable (QueueOperation) async throws -> Void
     ) -> QueueOperation? {
@@ -74,7 +74,7 @@ public struct BackgroundQueue {
     /// Adds synchronous code (see `Operation.sync`).
     @discardableResult
     public func addOperation(
-        name: String? = nil, unique: UniquenessPolicy = .ignore, timeout: Double = HostQueue.defaultTimeout,
+        name: String? = nil, unique: UniquenessPolicy = .ignore, timeout: Double = QueueOperation.defaultTimeout,
         finishesOnReturn: Bool = true, onTimeout: ((QueueOperation) throws -> Void)? = nil,
         _ body: @escaping (QueueOperation) throws -> Void
     ) -> QueueOperation? {
@@ -136,12 +136,12 @@ extension PluginContext {
     }
 
     /// Runs plugin code now under a watchdog window of its own (see `GuardedCaller.callNow`).
-    public func callNow(handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
+    package func callNow(handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
         parts.caller.callNow(self, handler: handler, limit: limit, callback)
     }
 
     /// A new operation id, unique for the host's life.
-    public func makeOperationID() -> Int { parts.queues.makeOperationID() }
+    package func makeOperationID() -> Int { parts.queues.makeOperationID() }
 }
 
 extension QueueOperation {

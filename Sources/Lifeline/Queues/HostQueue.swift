@@ -14,13 +14,11 @@
 import DequeModule
 
 /// A named queue of the host.
-public final class HostQueue {
+package final class HostQueue {
     /// The global queue's name: `lifeline.queue.background`, `context.backgroundQueue`.
     public static let backgroundName = "background"
     /// The global queue runs this many operations at once.
     public static let backgroundMaxConcurrent = 4
-    /// An operation's timeout when none is given (Backgroundable's).
-    public static let defaultTimeout = 10.0
     /// The most operations one turn of a queue starts.
     static let batch = 256
 

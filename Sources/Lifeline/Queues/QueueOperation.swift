@@ -19,7 +19,7 @@ public enum QueueEvent: String, Sendable, CaseIterable {
 }
 
 /// What runs an operation's code: the Lua bridge's coroutine, or a Swift closure.
-public protocol QueueOperationBody: AnyObject {
+package protocol QueueOperationBody: AnyObject {
     /// Starts the code. Called on a job of the main executor, outside any plugin code. The body
     /// calls `operation.codeEnded(failed:)` once the code is done.
     func start(_ operation: QueueOperation)
@@ -33,6 +33,9 @@ public protocol QueueOperationBody: AnyObject {
 /// One operation of a queue. Main executor only (`@unchecked Sendable` so async code there can
 /// carry it).
 public final class QueueOperation: @unchecked Sendable {
+    /// An operation's timeout when none is given (Backgroundable's).
+    public static let defaultTimeout = 10.0
+
     public enum State: Sendable { case pending, running, finished }
     public enum StopReason: Sendable { case cancelled, timedOut, expired }
 
@@ -66,7 +69,7 @@ public final class QueueOperation: @unchecked Sendable {
     var timeoutJob: MainExecutor.JobID?
     private var observers: [() -> Void] = []
 
-    public init(
+    package init(
         id: Int, name: String?, timeout: Double, finishesWhenCodeEnds: Bool, context: PluginContext,
         onTimeout: PluginCallback?, body: any QueueOperationBody
     ) {

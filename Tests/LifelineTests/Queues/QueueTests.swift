@@ -331,7 +331,7 @@ private func finished(
         }
     }
     let recorder = try simulate("0s launch", [plugin])
-    #expect(HostQueue.defaultTimeout == 10)
+    #expect(QueueOperation.defaultTimeout == 10)
     #expect(lines(recorder, only: opLines) == [started("0", 1, "slow"), finished("10", 1, "slow", .timedOut)])
 }
 
