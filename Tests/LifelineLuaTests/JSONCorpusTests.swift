@@ -1,6 +1,7 @@
 import CLua
 import CLuaShims
 import Foundation
+import LifelineTesting
 import Testing
 
 // lifeline.json.decode (Sources/CLuaShims/json.c) against documents it did not write, as
@@ -8,53 +9,6 @@ import Testing
 // file of the toml-test corpus and every case of Tests/json-cases/accepted.txt must decode to what
 // Foundation's JSONSerialization reads, and every case of Tests/json-cases/refused.txt (those that
 // are not UTF-8 included: Lua strings are bytes) must be refused.
-
-/// The repository's Tests folder, found from this file.
-private let testsFolder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-
-/// The toml-test corpus: LIFELINE_TOML_TEST, or `shared/toml-test` beside the repository.
-private let tomlTestFolder: URL? = {
-    let url =
-        ProcessInfo.processInfo.environment["LIFELINE_TOML_TEST"].map { URL(fileURLWithPath: $0) }
-        ?? testsFolder.deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("shared/toml-test")
-    return FileManager.default.fileExists(atPath: url.appendingPathComponent("tests").path) ? url : nil
-}()
-
-/// Every .json file of the corpus: the expected values of its valid cases, real documents.
-private func corpusDocuments() -> [(name: String, data: Data)] {
-    guard let tests = tomlTestFolder?.appendingPathComponent("tests"),
-        let walker = FileManager.default.enumerator(atPath: tests.path)
-    else { return [] }
-    return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
-        (try? Data(contentsOf: tests.appendingPathComponent(name))).map { (name, $0) }
-    }
-}
-
-/// The cases of Tests/json-cases/`file`: `name: input`, with `\xHH` for the byte HH.
-private func cases(_ file: String) -> [(name: String, bytes: [UInt8])] {
-    guard let text = try? String(contentsOf: testsFolder.appendingPathComponent("json-cases/\(file)"), encoding: .utf8)
-    else { return [] }
-    return text.split(separator: "\n").compactMap { line in
-        guard !line.hasPrefix("#"), let colon = line.firstIndex(of: ":") else { return nil }
-        var input = Array(line[line.index(after: colon)...].utf8)
-        if input.first == UInt8(ascii: " ") { input.removeFirst() }
-        var bytes: [UInt8] = []
-        var k = 0
-        while k < input.count {
-            if input[k] == UInt8(ascii: "\\"), k + 3 < input.count, input[k + 1] == UInt8(ascii: "x"),
-                let byte = UInt8(String(decoding: input[(k + 2)...(k + 3)], as: UTF8.self), radix: 16)
-            {
-                bytes.append(byte)
-                k += 4
-            } else {
-                bytes.append(input[k])
-                k += 1
-            }
-        }
-        return (String(line[..<colon]), bytes)
-    }
-}
 
 /// A bare Lua state holding lifeline.json at stack slot 1; nothing else of the host.
 private final class LuaJSON {
@@ -168,10 +122,10 @@ private func oracle(_ data: Data) -> Any? {
 }
 
 @Suite struct JSONCorpusTests {
-    @Test(.enabled(if: tomlTestFolder != nil, "no toml-test corpus at ../shared/toml-test; set LIFELINE_TOML_TEST"))
+    @Test(.enabled(if: Corpora.tomlTest != nil, Comment(rawValue: Corpora.tomlTestMissing)))
     func everyCorpusDocument_decodes_andAgreesWithFoundation() throws {
         let json = LuaJSON()
-        let documents = corpusDocuments()
+        let documents = Corpora.jsonDocuments()
         #expect(documents.count >= 200, "found only \(documents.count) documents")
         for (name, data) in documents {
             let expected = try #require(oracle(data), "Foundation refuses \(name)")
@@ -187,7 +141,7 @@ private func oracle(_ data: Data) -> Any? {
 
     @Test func everyAcceptedCase_decodes_andAgreesWithFoundation() throws {
         let json = LuaJSON()
-        let accepted = cases("accepted.txt")
+        let accepted = Corpora.jsonCases("accepted.txt")
         #expect(accepted.count >= 40)
         for (name, bytes) in accepted {
             let expected = try #require(oracle(Data(bytes)), "Foundation refuses \(name), so the case is wrong")
@@ -202,7 +156,7 @@ private func oracle(_ data: Data) -> Any? {
 
     @Test func everyRefusedCase_isRefused_withItsPlace() {
         let json = LuaJSON()
-        let refused = cases("refused.txt")
+        let refused = Corpora.jsonCases("refused.txt")
         #expect(refused.count >= 150)
         for (name, bytes) in refused {
             guard let refusal = json.decode(bytes) else {

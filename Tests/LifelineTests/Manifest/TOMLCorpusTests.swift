@@ -1,4 +1,5 @@
 import Foundation
+import LifelineTesting
 import Testing
 
 @testable import Lifeline
@@ -8,21 +9,9 @@ import Testing
 // does not support, fails with "not supported" at file:line, and docs/lua-api.md lists it under that
 // feature; every invalid case is refused at file:line.
 
-/// The repository, found from this file.
-private let repository = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
+private let corpus = Corpora.tomlTest
 
-/// The toml-test corpus: LIFELINE_TOML_TEST, or `shared/toml-test` beside the repository.
-private let corpus: URL? = {
-    let url =
-        ProcessInfo.processInfo.environment["LIFELINE_TOML_TEST"].map { URL(fileURLWithPath: $0) }
-        ?? repository.deletingLastPathComponent().appendingPathComponent("shared/toml-test")
-    return FileManager.default.fileExists(atPath: url.appendingPathComponent("tests/files-toml-1.0.0").path)
-        ? url : nil
-}()
-
-private let corpusMissing: Comment = "the toml-test corpus is not at ../shared/toml-test; set LIFELINE_TOML_TEST"
+private let corpusMissing = Comment(rawValue: Corpora.tomlTestMissing)
 
 /// The TOML 1.0.0 cases whose path starts with `kind` ("valid/" or "invalid/"), without ".toml".
 private func cases(_ kind: String) -> [String] {
@@ -113,7 +102,7 @@ private func difference(_ table: TOMLTable, _ expected: Any, at path: String) ->
 /// The cases docs/lua-api.md lists under each unsupported feature: the backquoted `valid/...` names of
 /// the bullet that starts with the feature's name in bold.
 private func documentedUnsupportedCases() throws -> [String: Set<String>] {
-    let docs = try String(contentsOf: repository.appendingPathComponent("docs/lua-api.md"), encoding: .utf8)
+    let docs = try String(contentsOf: Corpora.repository.appendingPathComponent("docs/lua-api.md"), encoding: .utf8)
     var listed: [String: Set<String>] = [:]
     var feature: String?
     for line in docs.split(separator: "\n", omittingEmptySubsequences: false) {

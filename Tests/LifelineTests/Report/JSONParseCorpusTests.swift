@@ -1,4 +1,5 @@
 import Foundation
+import LifelineTesting
 import Testing
 
 @testable import Lifeline
@@ -7,54 +8,6 @@ import Testing
 // file of the toml-test corpus and the hand-written cases of Tests/json-cases must read as
 // Foundation's JSONSerialization reads them, and every text of Tests/json-cases/refused.txt must be
 // refused. Tests/LifelineLuaTests/JSONCorpusTests.swift holds lifeline.json's codec to the same cases.
-
-/// The repository's Tests folder, found from this file.
-private let testsFolder = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// The toml-test corpus: LIFELINE_TOML_TEST, or `shared/toml-test` beside the repository.
-private let tomlTestFolder: URL? = {
-    let url =
-        ProcessInfo.processInfo.environment["LIFELINE_TOML_TEST"].map { URL(fileURLWithPath: $0) }
-        ?? testsFolder.deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("shared/toml-test")
-    return FileManager.default.fileExists(atPath: url.appendingPathComponent("tests").path) ? url : nil
-}()
-
-/// Every .json file of the corpus (the 1.0.0 and 1.1.0 valid cases' expected values): real documents.
-private func corpusDocuments() -> [(name: String, data: Data)] {
-    guard let tests = tomlTestFolder?.appendingPathComponent("tests"),
-        let walker = FileManager.default.enumerator(atPath: tests.path)
-    else { return [] }
-    return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
-        (try? Data(contentsOf: tests.appendingPathComponent(name))).map { (name, $0) }
-    }
-}
-
-/// The cases of Tests/json-cases/`file`: `name: input`, with `\xHH` for the byte HH.
-private func cases(_ file: String) -> [(name: String, bytes: [UInt8])] {
-    guard let text = try? String(contentsOf: testsFolder.appendingPathComponent("json-cases/\(file)"), encoding: .utf8)
-    else { return [] }
-    return text.split(separator: "\n").compactMap { line in
-        guard !line.hasPrefix("#"), let colon = line.firstIndex(of: ":") else { return nil }
-        var input = Array(line[line.index(after: colon)...].utf8)
-        if input.first == UInt8(ascii: " ") { input.removeFirst() }
-        var bytes: [UInt8] = []
-        var k = 0
-        while k < input.count {
-            if input[k] == UInt8(ascii: "\\"), k + 3 < input.count, input[k + 1] == UInt8(ascii: "x"),
-                let byte = UInt8(String(decoding: input[(k + 2)...(k + 3)], as: UTF8.self), radix: 16)
-            {
-                bytes.append(byte)
-                k += 4
-            } else {
-                bytes.append(input[k])
-                k += 1
-            }
-        }
-        return (String(line[..<colon]), bytes)
-    }
-}
 
 /// Where `value` differs from Foundation's reading `oracle`, or nil when they agree.
 private func difference(_ value: JSONValue, _ oracle: Any, at path: String = "$") -> String? {
@@ -106,9 +59,9 @@ private func oracle(_ data: Data) -> Any? {
 }
 
 @Suite struct JSONParseCorpusTests {
-    @Test(.enabled(if: tomlTestFolder != nil, "no toml-test corpus at ../shared/toml-test; set LIFELINE_TOML_TEST"))
+    @Test(.enabled(if: Corpora.tomlTest != nil, Comment(rawValue: Corpora.tomlTestMissing)))
     func everyCorpusDocument_parses_andAgreesWithFoundation() throws {
-        let documents = corpusDocuments()
+        let documents = Corpora.jsonDocuments()
         #expect(documents.count >= 200, "found only \(documents.count) documents")
         for (name, data) in documents {
             let text = try #require(String(data: data, encoding: .utf8), "\(name) is not UTF-8")
@@ -124,7 +77,7 @@ private func oracle(_ data: Data) -> Any? {
     }
 
     @Test func everyAcceptedCase_parses_andAgreesWithFoundation() throws {
-        let accepted = cases("accepted.txt")
+        let accepted = Corpora.jsonCases("accepted.txt")
         #expect(accepted.count >= 40)
         for (name, bytes) in accepted {
             let text = try #require(String(validating: bytes, as: UTF8.self), "\(name) is not UTF-8")
@@ -141,7 +94,7 @@ private func oracle(_ data: Data) -> Any? {
     /// `parse` takes a String, so a text that is not UTF-8 never reaches it (its callers fail on
     /// reading the file); those cases are the Lua codec's alone.
     @Test func everyRefusedCase_isRefused() throws {
-        let refused = cases("refused.txt")
+        let refused = Corpora.jsonCases("refused.txt")
         #expect(refused.count >= 150)
         var checked = 0
         for (name, bytes) in refused {
