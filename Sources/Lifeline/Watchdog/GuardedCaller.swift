@@ -76,6 +76,8 @@ final class GuardedCaller {
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
     /// recorded, an overrun or a stop terminates the app.
     func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
+        // Only the context is kept, and only one reference: the body may end the app, which drops
+        // the plugins, and this runs for every handler.
         let context = session.plugins[index].context
         let (outcome, fired) = callUnchecked(index, in: window, body)
         switch settle(outcome, fired: fired) {
@@ -87,10 +89,10 @@ final class GuardedCaller {
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
             let late = Double(clock.nanoseconds() &- window.deadline) / 1e6
             lastOverrunLateness = late
-            session.logger.info("watchdog: plugin '\(context.pluginName)' stopped \(late) ms past its deadline")
+            let plugin = context.pluginName
+            session.logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
             let target = WatchdogTarget(
-                plugin: context.pluginName, handler: window.handler, limit: window.limit, preemptor: nil,
-                time: session.now)
+                plugin: plugin, handler: window.handler, limit: window.limit, preemptor: nil, time: session.now)
             session.recorder.record(GuardedCaller.watchdogEvent(target))
             terminate(GuardedCaller.watchdogTermination(target, traceback: traceback))
         }
@@ -159,11 +161,12 @@ final class GuardedCaller {
     /// Calls plugin code under the watchdog. Returns what the code did, and whether the watchdog
     /// acted meanwhile.
     func callUnchecked(_ index: Int, in window: Window, _ body: () -> CallOutcome) -> (CallOutcome, fired: Bool) {
-        // Only what the call needs: the body may end the app, which drops the plugins.
-        let plugin = session.plugins[index]
-        let instance = plugin.instance
+        // Only what the call needs, field by field (a copy of the whole entry costs four retains
+        // a call): the body may end the app, which drops the plugins.
+        let instance = session.plugins[index].instance
         let target = WatchdogTarget(
-            subject: plugin.watchdogSubject, handler: window.handler, limit: window.limit, time: session.now)
+            subject: session.plugins[index].watchdogSubject, handler: window.handler, limit: window.limit,
+            time: session.now)
         watchdog.arm(deadline: window.deadline, target: target)
         let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
         let startedAt = session.now
