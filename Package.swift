@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         // SHA-256 for verified downloads; async-http-client's TLS stack builds it already.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // HTTPFields for request and response headers: case-insensitive names, order kept.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // Lua 5.4 from the system: apt-get install liblua5.4-dev
@@ -45,6 +47,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.

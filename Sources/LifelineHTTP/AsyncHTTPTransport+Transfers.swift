@@ -24,8 +24,7 @@ extension AsyncHTTPTransport: TransferTransport {
         let outgoing: HTTPClient.Request
         var uploadSize: Int64 = 0
         do {
-            var headers = HTTPHeaders()
-            for header in attempt.request.headers { headers.add(name: header.name, value: header.value) }
+            let headers = HTTPHeaders(attempt.request.headers)
             var body: HTTPClient.Body?
             if attempt.kind == .upload {
                 // The whole file is read, then sent: uploads are plugins' own files, not media.
@@ -95,7 +94,7 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
     private let report: @Sendable (TransferReport) -> Void
     private var file: DownloadFile?
     private var status = 0
-    private var headers: [HTTPHeader] = []
+    private var headers = HTTPFields()
     private var lastActivity = NIODeadline.now()
     private var reportedAt: Int64 = 0
     var stalled = false
@@ -124,7 +123,7 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveHead(task: HTTPClient.Task<Response>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         lastActivity = .now()
         status = Int(head.status.code)
-        headers = head.headers.map { HTTPHeader($0.name, $0.value) }
+        headers = HTTPFields(head.headers)
         guard attempt.kind == .download, (200..<300).contains(status) else {
             return task.eventLoop.makeSucceededVoidFuture()
         }

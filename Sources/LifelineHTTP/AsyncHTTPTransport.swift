@@ -90,8 +90,7 @@ public final class AsyncHTTPTransport: HTTPTransport {
         let context = FailureContext(url: request.url, timeout: timeout, connectTimeout: connectTimeout)
         let outgoing: HTTPClient.Request
         do {
-            var headers = HTTPHeaders()
-            for header in request.headers { headers.add(name: header.name, value: header.value) }
+            let headers = HTTPHeaders(request.headers)
             let hasBody = !request.body.isEmpty || ["POST", "PUT", "PATCH"].contains(request.method)
             outgoing = try HTTPClient.Request(
                 url: request.url, method: HTTPMethod(rawValue: request.method), headers: headers,
@@ -290,7 +289,7 @@ private final class Collector: HTTPClientResponseDelegate, @unchecked Sendable {
     let limit: Int
     // Touched on the request's event loop only.
     private var status = 0
-    private var headers: [HTTPHeader] = []
+    private var headers = HTTPFields()
     private var body: [UInt8] = []
 
     init(url: String, method: String, limit: Int) {
@@ -301,7 +300,7 @@ private final class Collector: HTTPClientResponseDelegate, @unchecked Sendable {
 
     func didReceiveHead(task: HTTPClient.Task<HTTPResponse>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         status = Int(head.status.code)
-        headers = head.headers.map { HTTPHeader($0.name, $0.value) }
+        headers = HTTPFields(head.headers)
         // A HEAD response, and 1xx, 204 and 304 responses, carry no body whatever the header says.
         let hasBody = method != "HEAD" && status >= 200 && status != 204 && status != 304
         if hasBody, let length = head.headers.first(name: "content-length").flatMap({ Int($0) }) {

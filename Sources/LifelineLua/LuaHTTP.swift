@@ -53,7 +53,7 @@ extension LuaModule {
         default: return argError(L, 1, fname, "field 'timeout' must be a number")
         }
         lifeline_pop(L, 1)
-        var headers: [HTTPHeader] = []
+        var headers = HTTPFields()
         switch field("headers") {
         case LUA_TNIL: break
         case LUA_TTABLE:
@@ -64,17 +64,18 @@ extension LuaModule {
                 else {
                     return argError(L, 1, fname, "field 'headers' must map header names to strings of UTF-8 text")
                 }
-                guard HTTPHeader.isValid(name: name, value: value) else {
+                guard let fieldName = HTTPField.Name(name), HTTPField.isSendable(value: value) else {
                     return argError(
                         L, 1, fname,
                         "header '\(name)' is not a valid header line: a name is a token, and neither part may hold "
                             + "a NUL, CR or LF byte")
                 }
-                headers.append(HTTPHeader(name, value))
+                // Lenient: the value goes out byte for byte, as the plugin wrote it.
+                headers.append(HTTPField(name: fieldName, lenientValue: value.utf8))
                 lifeline_pop(L, 1)
             }
             // In name order, so the same plugin sends the same request on every run.
-            headers.sort { $0.name < $1.name }
+            headers.sort { $0.name.rawName < $1.name.rawName }
         default: return argError(L, 1, fname, "field 'headers' must be a table")
         }
         lifeline_pop(L, 1)
@@ -95,7 +96,7 @@ extension LuaModule {
                 work?.deliver(LuaBackgroundWork.outOfMemory)
                 return
             }
-            let size = (try? result.get()).map { r in r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.utf8.count + $1.value.utf8.count } } ?? 0
+            let size = (try? result.get()).map { r in r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.rawName.utf8.count + $1.value.utf8.count } } ?? 0
             work?.deliver(LuaBackgroundWork.results(fitting: size) { L in pushResult(L, result) })
         }
         guard waitID != 0 else { return 0 }
@@ -113,7 +114,7 @@ extension LuaModule {
             lua_setfield(L, -2, "status")
             var merged: [(String, String)] = []
             for header in response.headers {
-                let name = header.name.lowercased()
+                let name = header.name.canonicalName
                 if let i = merged.firstIndex(where: { $0.0 == name }) {
                     merged[i].1 += ", " + header.value
                 } else {

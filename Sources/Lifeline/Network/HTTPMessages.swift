@@ -1,21 +1,18 @@
 import Foundation
 
-/// One HTTP header line.
-public struct HTTPHeader: Equatable, Sendable {
-    public var name: String
-    public var value: String
-    public init(_ name: String, _ value: String) {
-        self.name = name
-        self.value = value
-    }
+// Headers are swift-http-types' HTTPFields: names compare case-insensitively and keep the case
+// they were given, fields keep their order, and a name repeats as often as it was added. The two
+// types are re-exported so that plugins and tests name them without importing HTTPTypes, whose own
+// HTTPRequest and HTTPResponse would clash with the ones below.
+@_exported import struct HTTPTypes.HTTPField
+@_exported import struct HTTPTypes.HTTPFields
 
-    /// Whether the pair can go on the wire as one header line: the name is an RFC 9110 token,
-    /// and the value holds no NUL, CR or LF (which would cut the line or start another).
-    public static func isValid(name: String, value: String) -> Bool {
-        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
-        return !name.isEmpty
-            && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || tokenPunctuation.contains($0) }
-            && !value.utf8.contains { $0 == 0 || $0 == 0x0D || $0 == 0x0A }
+extension HTTPField {
+    /// Whether a value can go on the wire as it is: it holds no NUL, CR or LF (which would cut the
+    /// line or start another). Looser than `isValidValue`, which also refuses other control bytes
+    /// and surrounding white space; the host has always sent those unchanged.
+    public static func isSendable(value: String) -> Bool {
+        !value.utf8.contains { $0 == 0 || $0 == 0x0D || $0 == 0x0A }
     }
 }
 
@@ -24,7 +21,7 @@ public struct HTTPHeader: Equatable, Sendable {
 public struct HTTPRequest: Equatable, Sendable {
     public var method: String
     public var url: String
-    public var headers: [HTTPHeader]
+    public var headers: HTTPFields
     public var body: [UInt8]
     /// Seconds for the whole exchange, redirects included, on the host's clock.
     public var timeout: Double
@@ -38,7 +35,7 @@ public struct HTTPRequest: Equatable, Sendable {
     public static let maximumRedirects = 5
 
     public init(
-        method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [],
+        method: String = "GET", url: String, headers: HTTPFields = [:], body: [UInt8] = [],
         timeout: Double = HTTPRequest.defaultTimeout, maximumBodyBytes: Int = HTTPRequest.defaultMaximumBodyBytes
     ) {
         self.method = method.uppercased()
@@ -53,18 +50,18 @@ public struct HTTPRequest: Equatable, Sendable {
 /// What came back.
 public struct HTTPResponse: Equatable, Sendable {
     public var status: Int
-    public var headers: [HTTPHeader]
+    public var headers: HTTPFields
     public var body: [UInt8]
 
-    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+    public init(status: Int, headers: HTTPFields = [:], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
     }
 
-    /// The first header of that name (case-insensitive).
+    /// The first header of that name (case-insensitive); nil also for a name that is not a token.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        HTTPField.Name(name).flatMap { headers[values: $0].first }
     }
 
     /// The body as UTF-8 text (invalid bytes replaced).

@@ -106,7 +106,7 @@ final class NetworkSession {
         guard let exchange = exchanges[id], exchange.hop == hop else { return }
         exchange.wire = nil
         guard case .success(let response) = result, [301, 302, 303, 307, 308].contains(response.status),
-            let location = response.header("Location")
+            let location = response.headers[values: .location].first
         else { return finish(id, result) }
         exchange.redirects += 1
         guard exchange.redirects <= HTTPRequest.maximumRedirects else {
@@ -126,17 +126,17 @@ final class NetworkSession {
         if response.status == 303 || (exchange.request.method == "POST" && [301, 302].contains(response.status)) {
             exchange.request.method = "GET"
             exchange.request.body = []
-            exchange.request.headers.removeAll { NetworkSession.bodyHeaders.contains($0.name.lowercased()) }
+            exchange.request.headers.removeAll { NetworkSession.bodyHeaders.contains($0.name) }
         }
         // Credentials stay with the origin they were meant for (as Fetch does on a cross-origin hop).
         if let from, let to = HTTPURL(next), (from.scheme, from.host, from.port) != (to.scheme, to.host, to.port) {
-            exchange.request.headers.removeAll { NetworkSession.credentialHeaders.contains($0.name.lowercased()) }
+            exchange.request.headers.removeAll { NetworkSession.credentialHeaders.contains($0.name) }
         }
         send(id)
     }
 
-    static let bodyHeaders: Set<String> = ["content-type", "content-length", "content-encoding", "transfer-encoding"]
-    static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+    static let bodyHeaders: Set<HTTPField.Name> = [.contentType, .contentLength, .contentEncoding, .transferEncoding]
+    static let credentialHeaders: Set<HTTPField.Name> = [.authorization, .cookie, .proxyAuthorization]
 
     private func finish(_ id: Int, _ result: Result<HTTPResponse, HTTPFailure>) {
         guard let exchange = exchanges.removeValue(forKey: id) else { return }

@@ -85,7 +85,7 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
                     )
                 } else {
                     let json = body.hasPrefix("{") || body.hasPrefix("[")
-                    let headers = [HTTPHeader("Content-Type", json ? "application/json" : "text/plain")]
+                    let headers: HTTPFields = [.contentType: json ? "application/json" : "text/plain"]
                     answer = (delay, .success(HTTPResponse(status: status, headers: headers, body: bytes)))
                 }
             case .stream(let status, let size, let rate, let delay):
@@ -102,7 +102,7 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
                     )
                 } else {
                     let response = HTTPResponse(
-                        status: status, headers: [HTTPHeader("Content-Type", "application/octet-stream")],
+                        status: status, headers: [.contentType: "application/octet-stream"],
                         body: [UInt8](repeating: 0, count: Int(size)))
                     answer = (arrival, .success(response))
                 }
@@ -236,7 +236,7 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
         _ completion: @escaping @Sendable (TransferAttemptResult) -> Void
     ) {
         guard (200..<300).contains(status) else {
-            return completion(.response(status: status, headers: [], bytes: 0))
+            return completion(.response(status: status, headers: [:], bytes: 0))
         }
         if attempt.kind == .upload {
             let size: Int64
@@ -249,23 +249,23 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
             report(.progress(bytes: 0, total: size))
             return after(seconds) {
                 report(.progress(bytes: size, total: size))
-                completion(.response(status: status, headers: [], bytes: size))
+                completion(.response(status: status, headers: [:], bytes: size))
             }
         }
         let etag = ScriptedNetwork.etag(rule)
         let total = body.count
-        let header = { (name: String) in attempt.request.headers.first { $0.name.lowercased() == name }?.value }
+        let header = { (name: HTTPField.Name) in attempt.request.headers[values: name].first }
         var start: Int64 = 0
-        var headers = [HTTPHeader("ETag", etag)]
+        var headers: HTTPFields = [.eTag: etag]
         var answer = status
-        if let range = header("range"), header("if-range") == etag, range.hasPrefix("bytes="),
+        if let range = header(.range), header(.ifRange) == etag, range.hasPrefix("bytes="),
             let from = Int64(range.dropFirst(6).prefix { $0 != "-" }), from < total
         {
             start = from
             answer = 206
-            headers.append(HTTPHeader("Content-Range", "bytes \(from)-\(total - 1)/\(total)"))
+            headers.append(HTTPField(name: .contentRange, value: "bytes \(from)-\(total - 1)/\(total)"))
         }
-        headers.append(HTTPHeader("Content-Length", String(total - start)))
+        headers.append(HTTPField(name: .contentLength, value: String(total - start)))
         let file = DownloadFile(attempt)
         do throws(TransferError) {
             if try file.begin(status: answer, headers: headers) == .mismatch { return completion(.rangeMismatch) }

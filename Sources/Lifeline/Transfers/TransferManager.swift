@@ -181,7 +181,7 @@ final class TransferManager {
         record.state = .running
         record.attempts += 1
         var resumeFrom: Int64 = 0
-        var headers: [HTTPHeader] = []
+        var headers: HTTPFields = [:]
         if record.kind == .download {
             // The validators kept beside the partial file, which describe its bytes.
             let point = DownloadFile.resumePoint(root: folder(of: record.plugin), partialName: partialName(record))
@@ -238,9 +238,7 @@ final class TransferManager {
             return
         case .response(let status, let headers, _):
             let now = epochAtStart + executor.now.seconds
-            let retryAfter = headers.first { $0.name.lowercased() == "retry-after" }.flatMap {
-                RetryAfter.seconds($0.value, now: now)
-            }
+            let retryAfter = headers[values: .retryAfter].first.flatMap { RetryAfter.seconds($0, now: now) }
             failure = .status(status, retryAfter: retryAfter)
         case .rangeMismatch:
             // The server sent other bytes than asked for: drop the partial file and start again

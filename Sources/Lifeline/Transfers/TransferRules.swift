@@ -139,10 +139,13 @@ public enum ResumeRule {
     /// 13.1.5), since two versions can share a second.
     public static func headers(
         method: String, received: Int64, etag: String?, lastModified: String?
-    ) -> [HTTPHeader] {
+    ) -> HTTPFields {
         let validator = etag == nil ? lastModified : strongValidator(etag: etag)
-        guard method == "GET", received > 0, let validator else { return [] }
-        return [HTTPHeader("Range", "bytes=\(received)-"), HTTPHeader("If-Range", validator)]
+        guard method == "GET", received > 0, let validator else { return [:] }
+        // The validator goes back byte for byte as the server sent it.
+        return HTTPFields([
+            HTTPField(name: .range, value: "bytes=\(received)-"), HTTPField(name: .ifRange, lenientValue: validator.utf8),
+        ])
     }
 
     /// A weak ETag (W/"…") cannot validate a byte range (RFC 9110 13.1.5).

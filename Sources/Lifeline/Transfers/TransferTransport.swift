@@ -62,7 +62,7 @@ public enum TransferReport: Sendable {
 public enum TransferAttemptResult: Sendable, Equatable {
     /// The server answered. For a 2xx download the file is complete, verified and under its final
     /// name; for any other status nothing was written.
-    case response(status: Int, headers: [HTTPHeader], bytes: Int64)
+    case response(status: Int, headers: HTTPFields, bytes: Int64)
     /// A 206 for other bytes than the ones asked for: nothing was written, and the next attempt
     /// starts from zero without a range.
     case rangeMismatch
@@ -169,10 +169,10 @@ public final class DownloadFile: @unchecked Sendable {
 
     /// Takes a 2xx response head: opens the partial file to append (a 206 for the bytes asked for)
     /// or from zero (anything else). A 206 for other bytes writes nothing: `.mismatch`.
-    public func begin(status: Int, headers: [HTTPHeader]) throws(TransferError) -> ResumeRule.Outcome {
-        let contentRange = headers.first { $0.name.lowercased() == "content-range" }?.value
+    public func begin(status: Int, headers: HTTPFields) throws(TransferError) -> ResumeRule.Outcome {
+        let contentRange = headers[values: .contentRange].first
         let outcome = ResumeRule.outcome(status: status, contentRange: contentRange, requestedFrom: resumeFrom)
-        let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int64($0.value) }
+        let length = headers[values: .contentLength].first.flatMap { Int64($0) }
         switch outcome {
         case .mismatch:
             return .mismatch
@@ -185,8 +185,8 @@ public final class DownloadFile: @unchecked Sendable {
             expectedSize = length
             try open(truncatingTo: 0)
             // The new version's validators, before any of its bytes.
-            let header = { (name: String) in headers.first { $0.name.lowercased() == name }?.value ?? "" }
-            let text = header("etag") + "\n" + header("last-modified") + "\n"
+            let header = { (name: HTTPField.Name) in headers[values: name].first ?? "" }
+            let text = header(.eTag) + "\n" + header(.lastModified) + "\n"
             try folder?.write(DownloadFile.validatorName(partialLeaf), Array(text.utf8))
         }
         return outcome

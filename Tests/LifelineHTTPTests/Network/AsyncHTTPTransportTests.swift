@@ -41,7 +41,7 @@ struct AsyncHTTPTransportTests {
     @Test func requestCarriesMethodHeadersAndBody() async throws {
         try await withServer { server, transport in
             let request = HTTPRequest(
-                method: "put", url: server.url("/echo"), headers: [HTTPHeader("X-Test", "yes")],
+                method: "put", url: server.url("/echo"), headers: [HTTPField.Name("X-Test")!: "yes"],
                 body: Array("hello".utf8))
             let response = try await transport.exchange(request).get()
             #expect(response.status == 200)

@@ -292,10 +292,10 @@ private func transferResults(
     let results = Shared<[Int: TransferAttemptResult]>([:])
     for (index, attempt) in attempts.enumerated() {
         executor.schedule(at: .seconds(attempt.at)) {
-            var headers: [HTTPHeader] = []
+            var headers: HTTPFields = [:]
             var from: Int64 = 0
             if let ifRange = attempt.ifRange {
-                headers = [HTTPHeader("Range", "bytes=400-"), HTTPHeader("If-Range", ifRange)]
+                headers = [.range: "bytes=400-", .ifRange: ifRange]
                 from = 400
             }
             let transfer = TransferAttempt(
@@ -312,7 +312,7 @@ private func transferResults(
 private func summary(_ result: TransferAttemptResult?) -> String {
     switch result {
     case .response(let status, let headers, let bytes)?:
-        let etag = headers.first { $0.name == "ETag" }?.value ?? "-"
+        let etag = headers[.eTag] ?? "-"
         return "\(status) \(etag) \(bytes)"
     case .failed(let failure)?: return "\(failure.kind.rawValue): \(failure.message)"
     case let other?: return "\(other)"

@@ -23,7 +23,7 @@ private final class RoutingTransport: HTTPTransport, @unchecked Sendable {
 }
 
 private func redirect(_ status: Int, to location: String) -> HTTPResponse {
-    HTTPResponse(status: status, headers: [HTTPHeader("Location", location)])
+    HTTPResponse(status: status, headers: [.location: location])
 }
 
 private func follow(_ request: HTTPRequest, _ transport: RoutingTransport) throws -> Result<HTTPResponse, HTTPFailure>? {
@@ -49,14 +49,14 @@ private func follow(_ request: HTTPRequest, _ transport: RoutingTransport) throw
     ])
     let request = HTTPRequest(
         method: "POST", url: "http://a.test/submit",
-        headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-Trace", "1")], body: Array("{}".utf8))
+        headers: [.contentType: "application/json", HTTPField.Name("X-Trace")!: "1"], body: Array("{}".utf8))
     let result = try follow(request, transport)
     #expect(try result?.get().status == 200)
     let last = try #require(transport.sent.value.last)
     #expect(last.url == "http://a.test/done")
     #expect(last.method == "GET")
     #expect(last.body.isEmpty)
-    #expect(last.headers == [HTTPHeader("X-Trace", "1")])
+    #expect(last.headers == [HTTPField.Name("X-Trace")!: "1"])
 }
 
 @Test func redirect_307_keepsMethodAndBody() throws {
@@ -77,10 +77,10 @@ private func follow(_ request: HTTPRequest, _ transport: RoutingTransport) throw
     ])
     let request = HTTPRequest(
         url: "http://a.test/x",
-        headers: [HTTPHeader("Authorization", "Bearer t"), HTTPHeader("Cookie", "s=1"), HTTPHeader("Accept", "*/*")])
+        headers: [.authorization: "Bearer t", .cookie: "s=1", .accept: "*/*"])
     _ = try follow(request, transport)
     #expect(transport.sent.value.first?.headers.count == 3)
-    #expect(transport.sent.value.last?.headers == [HTTPHeader("Accept", "*/*")])
+    #expect(transport.sent.value.last?.headers == [.accept: "*/*"])
 }
 
 @Test func redirect_withinTheOrigin_keepsCredentials() throws {
@@ -88,8 +88,8 @@ private func follow(_ request: HTTPRequest, _ transport: RoutingTransport) throw
         "http://a.test/x": redirect(301, to: "/y"),
         "http://a.test/y": HTTPResponse(status: 200),
     ])
-    _ = try follow(HTTPRequest(url: "http://a.test/x", headers: [HTTPHeader("Authorization", "Bearer t")]), transport)
-    #expect(transport.sent.value.last?.headers == [HTTPHeader("Authorization", "Bearer t")])
+    _ = try follow(HTTPRequest(url: "http://a.test/x", headers: [.authorization: "Bearer t"]), transport)
+    #expect(transport.sent.value.last?.headers == [.authorization: "Bearer t"])
 }
 
 @Test func redirect_sixthHop_failsWithRedirect() throws {

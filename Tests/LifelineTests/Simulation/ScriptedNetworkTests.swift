@@ -439,8 +439,8 @@ func scriptedNetwork_parse_badRule_namesFileLineAndProblem(_ c: BadRule) throws 
                 [get("http://127.0.0.1/object"), get("http://127.0.0.1/array"), get("http://127.0.0.1/text")],
                 log: log, responses: responses)
         ])
-    let json = [HTTPHeader("Content-Type", "application/json")]
-    let text = [HTTPHeader("Content-Type", "text/plain")]
+    let json: HTTPFields = [.contentType: "application/json"]
+    let text: HTTPFields = [.contentType: "text/plain"]
     #expect(
         responses.value == [
             HTTPResponse(status: 200, headers: json, body: Array("{\"a\": 1}".utf8)),

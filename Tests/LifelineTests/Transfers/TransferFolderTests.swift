@@ -18,7 +18,7 @@ private func withFolders<T>(_ body: (_ root: String, _ outside: String) throws -
     return try body(dir + "/files/p", dir + "/outside")
 }
 
-private let head = [HTTPHeader("Content-Length", "3")]
+private let head: HTTPFields = [.contentLength: "3"]
 
 private func download(_ root: String, _ name: String, id: Int64 = 1) throws -> DownloadFile.Finish {
     let file = DownloadFile(root: root, name: name, id: id, resumeFrom: 0)
@@ -99,7 +99,7 @@ private func download(_ root: String, _ name: String, id: Int64 = 1) throws -> D
         try "secret".write(toFile: outside + "/secret", atomically: true, encoding: .utf8)
         try "mine".write(toFile: root + "/up.bin", atomically: true, encoding: .utf8)
         let attempt = TransferAttempt(
-            kind: .upload, request: HTTPRequest(method: "PUT", url: "http://127.0.0.1:1/", headers: [], timeout: 1),
+            kind: .upload, request: HTTPRequest(method: "PUT", url: "http://127.0.0.1:1/", headers: [:], timeout: 1),
             root: root, name: "up.bin", id: 1, resumeFrom: 0, sha256: nil)
         #expect(try attempt.uploadBytes() == Array("mine".utf8))
         try fm.removeItem(atPath: root + "/up.bin")
