@@ -50,8 +50,9 @@ public final class PluginContext: @unchecked Sendable {
         var logger = parts.pluginLogger(pluginName)
         logger.logLevel = parts.logLevel
         // Every line the plugin writes is also a `log` event of the report, at the host's time.
-        self.logger = HostLogHandler.wrap(logger, now: { [unowned session] in session.now }) {
-            [unowned session] level, message in
+        // The session is held strongly: a Swift plugin may keep its logger past the host's life,
+        // and a line it writes then must not reach freed memory.
+        self.logger = HostLogHandler.wrap(logger, now: { session.now }) { level, message in
             session.record(
                 "log", ("plugin", .string(pluginName)), ("level", .string(level.reportName)),
                 ("message", .string(message)))
