@@ -68,8 +68,10 @@ public final class LifelineHost {
             session.record("relaunch", ("reason", .string("transferEvents")))
             try? perform(.launchInBackground)
         }
-        executor.appJobsAllowed = { [session] generation in
-            guard generation == session.generation, session.appRunning else { return .drop }
+        // Weak: the session holds the executor, so a strong capture here would keep both, and
+        // every event the recorder kept, alive after the host is gone.
+        executor.appJobsAllowed = { [weak session] generation in
+            guard let session, generation == session.generation, session.appRunning else { return .drop }
             return session.visibleState == .suspended ? .hold : .run
         }
         if let database = configuration.database {
