@@ -109,8 +109,6 @@ public final class LifelineHost {
 
     /// The reason a force-quit gives the transfers it cancels, as iOS does.
     public static let forceQuitReason = "userForceQuit"
-    /// The soonest a timer fires: 1 ms.
-    public static let timerResolution = TimerTable.resolution
 
     // MARK: - Steps
 
