@@ -1,4 +1,5 @@
 #include "BenchBaselines.h"
+#include "CLuaShims.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -97,3 +98,34 @@ int64_t bench_resident_bytes(void) {
 void *bench_plain_states_new(int count, const char *source) { return bench_make_states(count, source, 0); }
 
 void bench_plain_states_free(void *states) { bench_states_free(states); }
+
+// The sandboxed states of plugins.load's baseline: what every plugin's state needs, and nothing
+// of the host: the capped allocator, the sandbox, and the plugin's source compiled.
+typedef struct {
+    int count;
+    LifelineControl **controls;
+} BenchSandboxed;
+
+void *bench_sandboxed_states_new(int count, const char *source) {
+    BenchSandboxed *s = malloc(sizeof *s);
+    s->count = count;
+    s->controls = calloc((size_t)count, sizeof(LifelineControl *));
+    for (int i = 0; i < count; i++) {
+        LifelineControl *c = lifeline_control_new(32u << 20, NULL);
+        lua_State *L = c ? lifeline_control_state(c) : NULL;
+        if (!L || lifeline_open_sandbox(L, "/nonexistent") != LUA_OK || luaL_loadstring(L, source) != LUA_OK) {
+            fprintf(stderr, "benchmark baseline: %s\n", L ? lua_tostring(L, -1) : "out of memory");
+            abort();
+        }
+        lua_settop(L, 0);
+        s->controls[i] = c;
+    }
+    return s;
+}
+
+void bench_sandboxed_states_free(void *states) {
+    BenchSandboxed *s = states;
+    for (int i = 0; i < s->count; i++) lifeline_control_free(s->controls[i]);
+    free(s->controls);
+    free(s);
+}

@@ -23,8 +23,16 @@ struct Row {
     var met: Bool?
     /// Other figures measured beside it (OperationQueue beside DispatchQueue, p50 beside p99).
     var others: [(name: String, value: Double)] = []
+    /// Instructions per unit of each side, counted by callgrind (`--instructions`).
+    var instructions: InstructionFigures?
 
     var ratio: Double? { baseline.map { value / $0.value } }
+
+    /// Whether the instruction ratio is within 20 % of the timed ratio.
+    var instructionsAgree: Bool? {
+        guard let ratio, let instructions else { return nil }
+        return abs(instructions.ratio - ratio) <= 0.2 * ratio
+    }
 }
 
 func median(_ xs: [Double]) -> Double {
@@ -62,22 +70,30 @@ func formatted(_ x: Double) -> String {
 }
 
 func table(_ rows: [Row]) -> String {
+    let counted = rows.contains { $0.instructions != nil }
     var lines: [[String]] = [["benchmark", "unit", "Lifeline", "baseline", "baseline's figure", "ratio", "target", "met"]]
+    if counted { lines[0] += ["instructions/unit", "baseline's", "ratio", "agrees"] }
     for r in rows {
-        lines.append([
+        var line = [
             r.name, r.unit, formatted(r.value), r.baseline?.name ?? "—", r.baseline.map { formatted($0.value) } ?? "—",
             r.ratio.map { String(format: "%.2f", $0) } ?? "—", r.target, r.met.map { $0 ? "yes" : "NO" } ?? "—",
-        ])
+        ]
+        if counted {
+            line += r.instructions.map { [formatted($0.value), formatted($0.baseline), String(format: "%.2f", $0.ratio)] }
+                ?? ["—", "—", "—"]
+            line.append(r.instructionsAgree.map { $0 ? "yes" : "NO" } ?? "—")
+        }
+        lines.append(line)
         for o in r.others {
             let ratio = r.baseline == nil ? "—" : String(format: "%.2f", r.value / o.value)
-            lines.append(["", "", "", o.name, formatted(o.value), ratio, "", ""])
+            lines.append(["", "", "", o.name, formatted(o.value), ratio, "", ""] + (counted ? ["", "", "", ""] : []))
         }
     }
     let widths = (0..<lines[0].count).map { c in lines.map { $0[c].count }.max()! }
     return lines.enumerated().map { i, cells in
         let line = cells.enumerated().map { c, cell in
             let pad = String(repeating: " ", count: widths[c] - cell.count)
-            return (c == 0 || c == 1 || c == 3 || c == 6) ? cell + pad : pad + cell
+            return (c == 0 || c == 1 || c == 3 || c == 6 || c == 11) ? cell + pad : pad + cell
         }.joined(separator: "  ")
         return i == 0 ? line + "\n" + String(repeating: "-", count: line.count) : line
     }.joined(separator: "\n")
@@ -99,6 +115,12 @@ func json(_ rows: [Row]) -> String {
             "\"target\": \(string(r.target))",
             "\"met\": " + (r.met.map { $0 ? "true" : "false" } ?? "null"),
         ]
+        if let i = r.instructions {
+            fields.append(
+                "\"instructions\": {\"value\": \(number(i.value)), \"baseline\": \(number(i.baseline)), "
+                    + "\"ratio\": \(number(i.ratio)), \"agrees\": "
+                    + (r.instructionsAgree.map { $0 ? "true" : "false" } ?? "null") + "}")
+        }
         if !r.others.isEmpty {
             fields.append(
                 "\"others\": [" + r.others.map { "{\"name\": \(string($0.name)), \"value\": \(number($0.value))}" }

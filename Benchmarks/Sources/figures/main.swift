@@ -1,6 +1,10 @@
-// The benchmarks of issue 6, each beside its baseline measured in the same run.
+// The benchmarks, each beside its baseline measured in the same run.
 //
-//   figures [--json FILE] [NAME ...]    every row, or the named ones (e.g. `figures dispatch.lua`)
+//   figures [--json FILE] [--instructions] [NAME ...]
+//                                       every row, or the named ones (e.g. `figures dispatch.lua`);
+//                                       with --instructions, the CPU-bound ones also counted by callgrind
+//   figures count NAME lifeline|baseline STEPS
+//                                       one side of a counted row, for callgrind
 //
 // scripts/bench builds this in release and runs it. docs/benchmarks.md says what each row measures.
 import Foundation
@@ -22,8 +26,49 @@ let rows: [(name: String, run: () -> Row)] = [
     ("watchdog.latency", watchdogLatencyRow),
     ("simulate.long", simulateLongRow),
     ("plugins.memory", pluginsMemoryRow),
+    ("plugins.load", pluginsLoadRow),
+    ("scale.plugins", scalePluginsRow),
+    ("report.write", reportWriteRow),
     ("http.loopback", httpRow),
     ("transfer.loopback", transferRow),
+]
+
+let taskLuaBody = "lifeline.endBackgroundTask(lifeline.beginBackgroundTask('x'))"
+
+/// The CPU-bound rows, as callgrind counts them: each side runs a number of steps of its work
+/// (Counting.swift). A step is a few hundred to a thousand units, so that one step's instructions
+/// dwarf callgrind's own rounding.
+let countedRows: [CountedRow] = [
+    CountedRow(
+        name: "dispatch.lua", unitsPerStep: 100, steps: 20, lifeline: { _ = hostDispatch(plugins: 100, events: $0) },
+        baseline: { _ = bareDispatch(states: 100, rounds: $0) }),
+    CountedRow(
+        name: "task.lua", unitsPerStep: 1000, steps: 4, lifeline: { _ = luaHandlerLoop(taskLuaBody, calls: 1000, events: $0) },
+        baseline: { _ = plainLuaLoop("bench.empty(bench.empty('x'))", calls: 1000 * $0) }),
+    CountedRow(
+        name: "task.swift", unitsPerStep: 1000, steps: 4, lifeline: { _ = taskSwift(count: 1000, events: $0) },
+        baseline: { _ = mutexDictionary(count: 1000 * $0) }),
+    CountedRow(
+        name: "queue.swift", unitsPerStep: 1000, steps: 4, lifeline: { _ = lifelineQueue(count: 1000 * $0) },
+        baseline: { _ = dispatchQueue(count: 1000 * $0) }),
+    CountedRow(
+        name: "background.lua", unitsPerStep: 100, steps: 4, lifeline: { _ = backgroundLua(calls: 100, events: $0) },
+        baseline: { _ = plainLuaLoop("coroutine.wrap(f)()", prelude: "local function f() end", calls: 100 * $0) }),
+    CountedRow(
+        name: "watchdog.overhead", unitsPerStep: 1, steps: 1, lifeline: { _ = fibUnderWatchdog(events: $0) },
+        baseline: { _ = fibBare(calls: $0) }),
+    CountedRow(
+        name: "plugins.load", unitsPerStep: 100, steps: 2,
+        lifeline: {
+            let dir = pluginFolder(count: 100 * $0)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            _ = loadPlugins(dir, count: 100 * $0)
+        },
+        baseline: { _ = sandboxedStates(count: 100 * $0) }),
+    CountedRow(
+        name: "scale.plugins", unitsPerStep: 10_000, steps: 1,
+        lifeline: { let (host, dir) = scaleHost(plugins: 10_000); _ = dispatchPerHandler(host, plugins: 10_000, handlers: 10_000 * $0); try? FileManager.default.removeItem(atPath: dir) },
+        baseline: { let (host, dir) = scaleHost(plugins: 10); _ = dispatchPerHandler(host, plugins: 10, handlers: 10_000 * $0); try? FileManager.default.removeItem(atPath: dir) }),
 ]
 
 /// Lifeline's side of a row alone, once, for a profiler: `valgrind --tool=callgrind figures profile NAME`.
@@ -45,6 +90,10 @@ if arguments.first == "profile", arguments.count == 2, let profile = profiles[ar
     profile()
     exit(0)
 }
+if arguments.first == "count" {
+    if runCountedSide(arguments) { exit(0) }
+    fail("usage: figures count \(countedRows.map(\.name).joined(separator: "|")) lifeline|baseline STEPS")
+}
 if arguments.first == "probe-memory", arguments.count == 3, let count = Int(arguments[2]) {
     print(probeMemory(kind: arguments[1], count: count))
     exit(0)
@@ -58,6 +107,8 @@ if let i = arguments.firstIndex(of: "--json") {
     jsonPath = arguments[i + 1]
     arguments.removeSubrange(i...(i + 1))
 }
+let countsInstructions = arguments.contains("--instructions")
+arguments.removeAll { $0 == "--instructions" }
 let unknown = arguments.filter { name in !rows.contains { $0.name == name } }
 if !unknown.isEmpty {
     FileHandle.standardError.write(Data(
@@ -68,7 +119,12 @@ if !unknown.isEmpty {
 var results: [Row] = []
 for (name, run) in rows where arguments.isEmpty || arguments.contains(name) {
     FileHandle.standardError.write(Data("measuring \(name)…\n".utf8))
-    results.append(run())
+    var row = run()
+    if countsInstructions, let counted = countedRows.first(where: { $0.name == name }) {
+        FileHandle.standardError.write(Data("counting \(name) under callgrind…\n".utf8))
+        row.instructions = countInstructions(counted)
+    }
+    results.append(row)
 }
 print(table(results))
 if let jsonPath {

@@ -55,6 +55,11 @@ public enum RunOutput {
         document.serialized(pretty: true) + "\n"
     }
 
+    /// Writes `recorder`'s report to `path`, as `text(of: recorder.report())` reads.
+    public static func writeReport(_ recorder: Recorder, to path: String) throws(LifelineError) {
+        try write(text(of: recorder.report()), to: path)
+    }
+
     /// Writes `text` to the file at `path`, replacing it at once (no reader sees half of it);
     /// `-` is standard output.
     public static func write(_ text: String, to path: String) throws(LifelineError) {

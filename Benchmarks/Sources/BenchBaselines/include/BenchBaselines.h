@@ -27,4 +27,9 @@ int64_t bench_resident_bytes(void);
 void *bench_plain_states_new(int count, const char *source);
 void bench_plain_states_free(void *states);
 
+/// `count` states made as a plugin's state is, with nothing of the host: the memory-capped
+/// allocator, the sandbox, and `source` compiled (not run). For plugins.load's baseline.
+void *bench_sandboxed_states_new(int count, const char *source);
+void bench_sandboxed_states_free(void *states);
+
 #endif
