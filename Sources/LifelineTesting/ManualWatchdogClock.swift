@@ -56,7 +56,7 @@ public final class ManualWatchdogClock: WatchdogClock, @unchecked Sendable {
         settle(target)
     }
 
-    /// Waits until the watchdog has taken in the last arm or disarm, at the current time.
+    /// Waits until the watchdog has taken in what it was last told (a window, a call), at the current time.
     public func settle() { advance(to: nanoseconds()) }
 
     /// Whether the watchdog's thread comes to wait for `deadline` (nil: for nothing) within

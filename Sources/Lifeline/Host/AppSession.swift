@@ -65,6 +65,6 @@ struct LoadedPlugin {
     var instance: any PluginInstance
     var context: PluginContext
     var network: NetworkPermissions
-    /// Who the watchdog guards while this plugin's code runs.
-    var watchdogSubject: WatchdogSubject
+    /// Its slot in the watchdog, which names it when it runs.
+    var watchdogSlot: Int
 }

@@ -206,7 +206,7 @@ public final class LifelineHost {
         session.plugins.append(
             LoadedPlugin(
                 instance: instance, context: context, network: descriptor.network,
-                watchdogSubject: WatchdogSubject(plugin: context.pluginName, preemptor: instance.preemptor)))
+                watchdogSlot: caller.register(WatchdogSubject(plugin: context.pluginName, preemptor: instance.preemptor))))
         let index = session.plugins.count - 1
         let (outcome, fired) = caller.callUnchecked(index, in: window) { instance.start(context) }
         switch caller.settle(outcome, fired: fired) {

@@ -8,9 +8,13 @@ import Logging
 final class GuardedCaller {
     /// A watchdog window: one event's handlers across all plugins share one deadline (W1).
     struct Window {
+        /// Tells windows apart, so the watchdog is told of one only when its first call enters.
+        var id: Int
         var deadline: UInt64
         var limit: Double
         var handler: String
+        /// The host's time when it was opened (virtual in simulate): the time of its watchdog event.
+        var time: HostTime
     }
 
     /// What a call into plugin code came to, once the host's own decisions are applied.
@@ -34,6 +38,9 @@ final class GuardedCaller {
     /// A termination decided while plugin code was running (T8): carried out when the code
     /// returns, never from under it.
     var pendingTermination: Termination?
+    /// The last window made, and the one the watchdog guards now.
+    private var windows = 0
+    private var openedWindow = -1
     /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
     private(set) var lastOverrunLateness: Double?
     /// Carries out a termination: the host records it and ends the app.
@@ -67,11 +74,18 @@ final class GuardedCaller {
     /// Whether plugin code is running now.
     var isInsidePluginCode: Bool { depth > 0 }
 
+    /// A window for calls that share a deadline: the watchdog learns of it when its first call
+    /// enters, and its calls then cost no lock (see `Watchdog`).
     func openWindow(limit: Double, handler: String) -> Window {
         let scaled = limit / max(watchdogScale, 1e-9) * 1e9
         let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
-        return Window(deadline: clock.nanoseconds() &+ span, limit: limit, handler: handler)
+        windows += 1
+        return Window(
+            id: windows, deadline: clock.nanoseconds() &+ span, limit: limit, handler: handler, time: session.now)
     }
+
+    /// Makes a plugin known to the watchdog: its entry keeps the slot returned.
+    func register(_ subject: WatchdogSubject) -> Int { watchdog.register(subject) }
 
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
     /// recorded, an overrun or a stop terminates the app.
@@ -164,21 +178,22 @@ final class GuardedCaller {
         // Only what the call needs, field by field (a copy of the whole entry costs four retains
         // a call): the body may end the app, which drops the plugins.
         let instance = session.plugins[index].instance
-        let target = WatchdogTarget(
-            subject: session.plugins[index].watchdogSubject, handler: window.handler, limit: window.limit,
-            time: session.now)
-        watchdog.arm(deadline: window.deadline, target: target)
+        if window.id != openedWindow {
+            watchdog.open(deadline: window.deadline, handler: window.handler, limit: window.limit, time: window.time)
+            openedWindow = window.id
+        }
+        watchdog.enter(session.plugins[index].watchdogSlot)
         let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
         let startedAt = session.now
         depth += 1
         let outcome = body()
         depth -= 1
-        let fired = watchdog.disarm()
+        let fired = watchdog.leave()
         instance.resetPreemption()
         if recordsHandlerCalls {
             session.recorder.recordCall(
                 HandlerCall(
-                    time: startedAt, plugin: target.plugin, handler: window.handler,
+                    time: startedAt, plugin: session.plugins[index].context.pluginName, handler: window.handler,
                     milliseconds: Double(Monotonic.nanoseconds() &- started) / 1e6))
         }
         return (outcome, fired)

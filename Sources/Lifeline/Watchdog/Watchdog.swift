@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 
 /// Something the watchdog can stop while it runs: Lua code, stopped inside the VM (W2).
 ///
@@ -50,19 +51,41 @@ public struct WatchdogTarget: Sendable {
     }
 }
 
-/// The watchdog's thread: it sleeps until the armed deadline, and only then acts (W4). Arming and
-/// disarming cost a lock and, when the deadline moves earlier, a wake-up; nothing runs inside the
-/// Lua VM until a deadline has passed.
+/// The watchdog's thread: it sleeps until the open window's deadline, and only then acts (W4).
+///
+/// A window is opened once for the calls that share a deadline: the handlers of one event (W1),
+/// or one timer, expiration handler or task slice. That takes the lock, and wakes the thread only
+/// when it sleeps past the new deadline. Each call then costs two atomic operations: `enter`
+/// stores which call runs now, `leave` takes it back and says whether the watchdog acted on it.
+/// The thread reads who runs when a deadline passes, and claims that call with a compare-and-swap,
+/// so it never stops a call that has already left.
 ///
 /// Its time comes from a `WatchdogClock`: CLOCK_MONOTONIC in the host, a clock that tests move by
 /// hand so that no test waits for a deadline in real time.
 ///
-/// Threading: `arm`/`disarm` from the main executor; `fire` runs on the watchdog's own thread.
+/// Threading: `register`, `open`, `enter` and `leave` from the main executor; the thread acts on
+/// its own.
 public final class Watchdog: @unchecked Sendable {
+    /// Set in a running call's token once the watchdog acted on it.
+    public static let firedBit: UInt64 = 1
+
     private let waiter = WatchdogWaiter()
     private let clock: any WatchdogClock
+    /// The token of the call running now, 0 when none: `(call number << 32) | (slot + 1) << 1`,
+    /// with `firedBit` once the watchdog acted on it.
+    private let running = Atomic<UInt64>(0)
+    /// Whether the open window's deadline passed with no call running: the next call to enter
+    /// wakes the thread, which acts on it at once.
+    private let expired = Atomic<Bool>(false)
+    /// Numbers the calls, so that a token is never reused while the thread may still hold it.
+    /// Main executor only.
+    private var calls: UInt64 = 0
     // Guarded by `waiter`'s lock.
     private var policy: WatchdogPolicy
+    private var subjects: [WatchdogSubject] = []
+    private var window = (handler: "", limit: 0.0, time: HostTime.zero)
+    /// Until when the thread sleeps (`.max`: until woken), while it sleeps.
+    private var sleepingUntil = UInt64.max
     private var stopping = false
     private var thread: Thread?
     /// Called on the watchdog's thread when code overruns and cannot be stopped (W3).
@@ -71,7 +94,7 @@ public final class Watchdog: @unchecked Sendable {
     /// - Parameters:
     ///   - stopGrace: seconds on `clock` that stopped code has to unwind before it counts as
     ///     unstoppable (Lua stuck inside one C call never reaches the hook).
-    ///   - clock: where deadlines are read and waited for; `arm` takes deadlines on this clock.
+    ///   - clock: where deadlines are read and waited for; `open` takes deadlines on this clock.
     ///   - onUnpreemptible: what to do when code overruns and cannot be stopped; called on the
     ///     watchdog's thread while the main executor is still inside that code.
     public init(
@@ -96,39 +119,97 @@ public final class Watchdog: @unchecked Sendable {
         while !waiter.condition.withLock({ thread == nil }) { usleep(100) }
     }
 
-    /// Guards `target` until `deadline` (nanoseconds on the watchdog's clock: CLOCK_MONOTONIC
-    /// unless another clock was given).
-    public func arm(deadline: UInt64, target: WatchdogTarget) {
+    /// Makes `subject` known to the watchdog; `enter` names it by the slot returned.
+    public func register(_ subject: WatchdogSubject) -> Int {
         waiter.condition.withLock {
-            if policy.arm(deadline: deadline, target: target) { waiter.condition.signal() }
+            subjects.append(subject)
+            return subjects.count - 1
         }
     }
 
-    /// Stops guarding. After it returns, the watchdog will not act on the old target.
+    /// Opens a window until `deadline` (nanoseconds on the watchdog's clock: CLOCK_MONOTONIC
+    /// unless another clock was given). The calls entered from now on share it, until the next.
+    public func open(deadline: UInt64, handler: String, limit: Double, time: HostTime) {
+        waiter.condition.withLock {
+            window = (handler, limit, time)
+            expired.store(false, ordering: .sequentiallyConsistent)
+            if policy.open(deadline: deadline, sleepingUntil: sleepingUntil) { waiter.condition.signal() }
+        }
+    }
+
+    /// Notes that the subject in `slot` runs now, under the open window.
+    public func enter(_ slot: Int) {
+        calls &+= 1
+        running.store(calls << 32 | UInt64(slot + 1) << 1, ordering: .sequentiallyConsistent)
+        // The window is already past its deadline: the thread sleeps until a call comes, and this
+        // one is late from its first instruction. (The thread stores `expired` and then reads
+        // `running`, this the other way round, so one of the two sees the other.)
+        if expired.load(ordering: .sequentiallyConsistent) {
+            waiter.condition.withLock { waiter.condition.signal() }
+        }
+    }
+
+    /// Notes that the call entered last has returned. After it returns, the watchdog will not act
+    /// on that call.
     ///
-    /// - Returns: whether the deadline passed while the target was guarded (the watchdog acted).
-    @discardableResult
-    public func disarm() -> Bool {
-        waiter.condition.withLock { policy.disarm() }
+    /// - Returns: whether the watchdog acted on the call: its window's deadline passed while it ran.
+    public func leave() -> Bool {
+        let token = running.exchange(0, ordering: .sequentiallyConsistent)
+        guard token & Self.firedBit != 0 else { return false }
+        // The thread claimed the call and acts on it under the lock: wait until it has, so that
+        // the stop it asked for can be cleared after this returns.
+        waiter.condition.withLock {}
+        return true
     }
 
     private func loop() {
         let condition = waiter.condition
         condition.lock()
         while !stopping {
-            switch policy.next(now: clock.nanoseconds()) {
+            let now = clock.nanoseconds()
+            switch policy.next(now: now, running: running.load(ordering: .sequentiallyConsistent)) {
             case .wait(let until):
-                clock.wait(waiter, until: until)
-            case .preempt(let target):
-                target.preemptor?.preempt()
-            case .giveUp(let target):
-                condition.unlock()
-                onUnpreemptible(target)
-                condition.lock()
+                sleep(until: until)
+            case .idle:
+                expired.store(true, ordering: .sequentiallyConsistent)
+                let token = running.load(ordering: .sequentiallyConsistent)
+                if token != 0 && token & Self.firedBit == 0 { continue }  // a call entered meanwhile
+                sleep(until: nil)
+            case .fire(let token):
+                guard running.compareExchange(
+                    expected: token, desired: token | Self.firedBit, ordering: .sequentiallyConsistent
+                ).exchanged else { continue }  // it left meanwhile
+                let subject = subject(token)
+                if let preemptor = subject.preemptor {
+                    preemptor.preempt()
+                    policy.stopping(token, now: now)
+                } else {
+                    giveUp(subject)
+                }
+            case .giveUp(let token):
+                giveUp(subject(token))
             }
         }
         thread = nil
         condition.unlock()
+    }
+
+    private func sleep(until deadline: UInt64?) {
+        sleepingUntil = deadline ?? .max
+        clock.wait(waiter, until: deadline)
+        sleepingUntil = 0
+    }
+
+    private func subject(_ token: UInt64) -> WatchdogSubject {
+        subjects[Int(truncatingIfNeeded: (token & 0xFFFF_FFFF) >> 1) - 1]
+    }
+
+    /// Called with the lock held; releases it while `onUnpreemptible` runs.
+    private func giveUp(_ subject: WatchdogSubject) {
+        let target = WatchdogTarget(subject: subject, handler: window.handler, limit: window.limit, time: window.time)
+        waiter.condition.unlock()
+        onUnpreemptible(target)
+        waiter.condition.lock()
     }
 }
 

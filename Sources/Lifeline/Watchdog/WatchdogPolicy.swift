@@ -1,61 +1,65 @@
-/// The watchdog's decisions (W1–W4) as a pure value: it takes the time and says what to do. The
-/// `Watchdog` thread carries them out; tests drive the policy with plain numbers.
+/// The watchdog's decisions (W1–W4) as a pure value: it takes the time and who runs now, and says
+/// what to do. The `Watchdog` thread carries them out; tests drive the policy with plain numbers.
 ///
-/// Times are CLOCK_MONOTONIC nanoseconds.
+/// Times are CLOCK_MONOTONIC nanoseconds. Who runs now is a `Watchdog.Token`: one per call into
+/// plugin code, 0 when none runs, with `Watchdog.firedBit` set once the watchdog acted on it.
 public struct WatchdogPolicy: Sendable {
     /// What the watchdog's thread must do next.
-    public enum Action: Sendable {
+    public enum Action: Equatable, Sendable {
         /// Sleep until this time (nil: until woken).
         case wait(until: UInt64?)
-        /// The deadline passed with stoppable code running: ask it to stop (W2).
-        case preempt(WatchdogTarget)
-        /// The deadline passed with code that cannot be stopped (Swift, W3), or stopped code
-        /// has not unwound within the grace (Lua stuck inside one C call).
-        case giveUp(WatchdogTarget)
+        /// The window's deadline has passed and no call runs: sleep until a call enters, which
+        /// wakes the thread, for any call of an expired window is already late (W1).
+        case idle
+        /// The deadline passed while this call ran: stop it, or give up on it if it cannot be
+        /// stopped (W2, W3).
+        case fire(token: UInt64)
+        /// The call stopped at `fire` has not unwound within the grace (Lua stuck inside one C
+        /// call): give up on it.
+        case giveUp(token: UInt64)
     }
 
     /// How long stopped code has to unwind before it counts as unstoppable.
     public let stopGrace: UInt64
+    /// The open window's deadline; nil before the first window.
     private var deadline: UInt64?
-    private var target: WatchdogTarget?
-    /// Whether the watchdog acted since the last `arm`.
-    public private(set) var fired = false
-    /// Whether the deadline now running is the grace after a stop.
-    private var escalating = false
+    /// Whether the open window's deadline has passed.
+    private var expired = false
+    /// The call asked to stop, and until when it has to unwind.
+    private var escalation: (token: UInt64, until: UInt64)?
 
     public init(stopGrace: UInt64) { self.stopGrace = stopGrace }
 
-    /// Guards `target` until `deadline`. Returns whether the thread must be woken: only when the
-    /// deadline moved earlier, so the handlers of one event, which share a deadline, wake nothing.
-    public mutating func arm(deadline: UInt64, target: WatchdogTarget) -> Bool {
-        let wake = self.deadline.map { deadline < $0 } ?? true
+    /// Opens a window: the calls made in it share `deadline` (W1). Returns whether the thread must
+    /// be woken: only when it sleeps past the new deadline, so windows that follow one another
+    /// on a busy executor wake nothing.
+    public mutating func open(deadline: UInt64, sleepingUntil: UInt64?) -> Bool {
         self.deadline = deadline
-        self.target = target
-        fired = false
-        escalating = false
-        return wake
+        expired = false
+        return sleepingUntil.map { deadline < $0 } ?? true
     }
 
-    /// Stops guarding; returns whether the watchdog acted on this arming. The deadline stays, so
-    /// re-arming with the same one needs no wake-up; at it, the thread finds no target and waits.
-    public mutating func disarm() -> Bool {
-        target = nil
-        return fired
-    }
-
-    /// What to do at `now`.
-    public mutating func next(now: UInt64) -> Action {
-        guard let d = deadline else { return .wait(until: nil) }
-        if now < d { return .wait(until: d) }
-        deadline = nil
-        guard let guarded = target else { return .wait(until: nil) }
-        fired = true
-        if guarded.preemptor != nil && !escalating {
-            escalating = true
-            deadline = now &+ stopGrace
-            return .preempt(guarded)
+    /// What to do at `now`, with `running` the token of the call running now.
+    public mutating func next(now: UInt64, running: UInt64) -> Action {
+        if let e = escalation {
+            if running == e.token | Watchdog.firedBit {
+                if now < e.until { return .wait(until: e.until) }
+                escalation = nil
+                return .giveUp(token: e.token)
+            }
+            escalation = nil  // it unwound
         }
-        target = nil
-        return .giveUp(guarded)
+        if !expired {
+            guard let d = deadline else { return .wait(until: nil) }
+            if now < d { return .wait(until: d) }
+            expired = true
+        }
+        if running == 0 || running & Watchdog.firedBit != 0 { return .idle }
+        return .fire(token: running)
+    }
+
+    /// Notes that the call fired on was asked to stop at `now`: it has the grace to unwind.
+    public mutating func stopping(_ token: UInt64, now: UInt64) {
+        escalation = (token, now &+ stopGrace)
     }
 }

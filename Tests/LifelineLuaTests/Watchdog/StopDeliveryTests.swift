@@ -105,11 +105,11 @@ private func preemptFromAnotherThread(_ plugin: LuaPlugin) {
     let dog = Watchdog(stopGrace: 60) { _ in gaveUp.store(true, ordering: .relaxed) }
     defer { dog.shutdown() }
     // The deadline falls a quarter of the way into the C call.
-    dog.arm(
-        deadline: Monotonic.nanoseconds() + UInt64(seconds / 4 * 1e9),
-        target: WatchdogTarget(plugin: "p", handler: "test", limit: 0, preemptor: plugin.preemptor, time: .zero))
+    let slot = dog.register(WatchdogSubject(plugin: "p", preemptor: plugin.preemptor))
+    dog.open(deadline: Monotonic.nanoseconds() + UInt64(seconds / 4 * 1e9), handler: "test", limit: 0, time: .zero)
+    dog.enter(slot)
     let outcome = plugin.call(ref: slow, event: nil)
-    let fired = dog.disarm()
+    let fired = dog.leave()
     plugin.resetPreemption()
     #expect(fired)
     guard case .preempted(let traceback) = outcome else {
@@ -160,7 +160,7 @@ private let stressSource = """
     let gaveUp = Atomic<Int>(0)
     let dog = Watchdog(stopGrace: 30) { _ in gaveUp.add(1, ordering: .relaxed) }
     defer { dog.shutdown() }
-    let target = WatchdogTarget(plugin: "p", handler: "stress", limit: 0, preemptor: plugin.preemptor, time: .zero)
+    let slot = dog.register(WatchdogSubject(plugin: "p", preemptor: plugin.preemptor))
 
     // How long a call takes here, unguarded, so that deadlines fall inside the calls.
     var total: UInt64 = 0
@@ -176,9 +176,11 @@ private let stressSource = """
     let calls = 3000
     for _ in 0..<calls {
         // Anywhere from before the call starts to well after a typical call has ended.
-        dog.arm(deadline: Monotonic.nanoseconds() + UInt64.random(in: 0...(2 * mean), using: &generator), target: target)
+        let deadline = Monotonic.nanoseconds() + UInt64.random(in: 0...(2 * mean), using: &generator)
+        dog.open(deadline: deadline, handler: "stress", limit: 0, time: .zero)
+        dog.enter(slot)
         let outcome = plugin.call(ref: once, event: nil)
-        let fired = dog.disarm()
+        let fired = dog.leave()
         plugin.resetPreemption()
         switch outcome {
         case .returned:

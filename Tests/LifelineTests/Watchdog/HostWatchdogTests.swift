@@ -315,7 +315,7 @@ struct HostWatchdogTests {
         h.at(2, .foreground)
         h.run(until: 10)
         // Every handler ran (launch, active, resign, background, foreground, active) and none was
-        // stopped. That a deadline passing after a disarm does nothing is WatchdogTests' to show,
+        // stopped. That a deadline passing after a call has left does nothing is WatchdogTests' to show,
         // on a clock moved by hand: the host's watchdog runs on real time.
         #expect(calls.value == 6)
         #expect(preemptor.count == 0)

@@ -3,92 +3,85 @@ import Testing
 @testable import Lifeline
 import LifelineTesting
 
-/// The watchdog's decisions (W1–W4), driven with plain numbers: no thread, no clock.
+/// The watchdog's decisions (W1–W4), driven with plain numbers: no thread, no clock. A token is
+/// a call's number in its upper bits and its plugin's slot below; `Watchdog.firedBit` marks a call
+/// the watchdog acted on.
 @Suite struct WatchdogPolicyTests {
-    final class Stopper: Preemptible {
-        func preempt() {}
+    private let a: UInt64 = 1 << 32 | 2, b: UInt64 = 2 << 32 | 4
+    private let fired = Watchdog.firedBit
+
+    private func next(_ policy: inout WatchdogPolicy, _ now: UInt64, _ running: UInt64) -> WatchdogPolicy.Action {
+        policy.next(now: now, running: running)
     }
 
-    private func lua(_ plugin: String = "p") -> WatchdogTarget {
-        WatchdogTarget(plugin: plugin, handler: "didEnterBackground", limit: 5, preemptor: Stopper(), time: .zero)
-    }
-
-    private func swift(_ plugin: String = "p") -> WatchdogTarget {
-        WatchdogTarget(plugin: plugin, handler: "didEnterBackground", limit: 5, preemptor: nil, time: .zero)
-    }
-
-    private func describe(_ action: WatchdogPolicy.Action) -> String {
-        switch action {
-        case .wait(let until): return "wait \(until.map(String.init) ?? "-")"
-        case .preempt(let t): return "preempt \(t.plugin)"
-        case .giveUp(let t): return "giveUp \(t.plugin)"
-        }
+    private func open(_ policy: inout WatchdogPolicy, _ deadline: UInt64, _ sleepingUntil: UInt64?) -> Bool {
+        policy.open(deadline: deadline, sleepingUntil: sleepingUntil)
     }
 
     @Test func w4_beforeTheDeadline_theWatchdogOnlyWaits() {
         var policy = WatchdogPolicy(stopGrace: 1000)
-        _ = policy.arm(deadline: 500, target: lua())
-        let early = describe(policy.next(now: 0)), late = describe(policy.next(now: 499))
-        #expect(early == "wait 500")
-        #expect(late == "wait 500")
-        #expect(!policy.fired)
+        _ = policy.open(deadline: 500, sleepingUntil: nil)
+        let r1 = next(&policy, 0, a)
+        #expect(r1 == .wait(until: 500))
+        let r2 = next(&policy, 499, a)
+        #expect(r2 == .wait(until: 500))
     }
 
-    @Test func w2_atTheDeadline_luaIsAskedToStop_thenGivenUpOnAfterTheGrace() {
+    @Test func w2_atTheDeadline_theCallRunningIsFiredOn_thenGivenUpOnAfterTheGrace() {
         var policy = WatchdogPolicy(stopGrace: 1000)
-        _ = policy.arm(deadline: 500, target: lua("spinner"))
-        let r1 = describe(policy.next(now: 500))
-        #expect(r1 == "preempt spinner")
-        let r2 = describe(policy.next(now: 1499))
-        #expect(r2 == "wait 1500")
-        let r3 = describe(policy.next(now: 1500))
-        #expect(r3 == "giveUp spinner")
-        let r4 = describe(policy.next(now: 9999))
-        #expect(r4 == "wait -")
-        let fired = policy.disarm()
-        #expect(fired)
+        _ = policy.open(deadline: 500, sleepingUntil: nil)
+        let r3 = next(&policy, 500, a)
+        #expect(r3 == .fire(token: a))
+        policy.stopping(a, now: 500)
+        let r4 = next(&policy, 1499, a | fired)
+        #expect(r4 == .wait(until: 1500))
+        let r5 = next(&policy, 1500, a | fired)
+        #expect(r5 == .giveUp(token: a))
+        let r6 = next(&policy, 9999, a | fired)
+        #expect(r6 == .idle, "once only")
     }
 
-    @Test func w3_atTheDeadline_swiftIsGivenUpOnAtOnce() {
+    @Test func w2_aStoppedCallThatUnwindsWithinTheGrace_isNotGivenUpOn() {
         var policy = WatchdogPolicy(stopGrace: 1000)
-        _ = policy.arm(deadline: 500, target: swift("blocked"))
-        let r5 = describe(policy.next(now: 600))
-        #expect(r5 == "giveUp blocked")
-        let r6 = describe(policy.next(now: 700))
-        #expect(r6 == "wait -")
+        _ = policy.open(deadline: 500, sleepingUntil: nil)
+        let r7 = next(&policy, 500, a)
+        #expect(r7 == .fire(token: a))
+        policy.stopping(a, now: 500)
+        let r8 = next(&policy, 700, 0)
+        #expect(r8 == .idle)
+        let r9 = next(&policy, 5000, 0)
+        #expect(r9 == .idle)
     }
 
-    @Test func disarmBeforeTheDeadline_nothingHappensAtIt() {
+    @Test func theDeadlinePassingWithNoCallRunning_firesOnTheNextCallOfTheWindow() {
         var policy = WatchdogPolicy(stopGrace: 1000)
-        _ = policy.arm(deadline: 500, target: lua())
-        let fired = policy.disarm()
-        #expect(!fired)
-        let r7 = describe(policy.next(now: 500))
-        #expect(r7 == "wait -")
-        #expect(!policy.fired)
+        _ = policy.open(deadline: 500, sleepingUntil: nil)
+        let r10 = next(&policy, 600, 0)
+        #expect(r10 == .idle)
+        let r11 = next(&policy, 650, b)
+        #expect(r11 == .fire(token: b), "a call of an expired window is late at once")
     }
 
-    @Test func w1_handlersOfOneEvent_shareADeadline_andWakeTheThreadOnce() {
+    @Test func aNewWindow_forgetsThatTheOldOneExpired() {
         var policy = WatchdogPolicy(stopGrace: 1000)
-        let first = policy.arm(deadline: 500, target: lua("a"))
-        #expect(first)
-        _ = policy.disarm()
-        let second = policy.arm(deadline: 500, target: lua("b"))
-        #expect(!second, "same deadline: no wake-up")
-        let r8 = describe(policy.next(now: 500))
-        #expect(r8 == "preempt b", "the plugin running at the deadline")
-        let earlier = policy.arm(deadline: 400, target: lua("c"))
-        #expect(earlier, "an earlier deadline wakes the thread")
+        _ = policy.open(deadline: 500, sleepingUntil: nil)
+        let r12 = next(&policy, 600, 0)
+        #expect(r12 == .idle)
+        _ = policy.open(deadline: 5000, sleepingUntil: nil)
+        let r13 = next(&policy, 700, b)
+        #expect(r13 == .wait(until: 5000))
     }
 
-    @Test func rearming_forgetsThatTheWatchdogFired() {
+    @Test func w1_windowsThatFollowOneAnother_wakeTheThreadOnlyWhenItSleepsPastTheirDeadline() {
         var policy = WatchdogPolicy(stopGrace: 1000)
-        _ = policy.arm(deadline: 500, target: lua())
-        _ = policy.next(now: 500)
-        #expect(policy.fired)
-        _ = policy.arm(deadline: 5000, target: lua())
-        #expect(!policy.fired)
-        let r9 = describe(policy.next(now: 4000))
-        #expect(r9 == "wait 5000", "the grace of the old arming is gone")
+        let r14 = open(&policy, 500, nil)
+        #expect(r14, "a thread asleep until woken")
+        let same = open(&policy, 500, 500), later = open(&policy, 900, 500)
+        #expect(!same, "the same deadline")
+        #expect(!later, "a later one: the thread reads it at 500")
+        let r15 = open(&policy, 400, 500)
+        #expect(r15, "an earlier one")
+        let r16 = next(&policy, 500, a)
+        #expect(r16 == .fire(token: a), "the call running at the deadline")
     }
 }
