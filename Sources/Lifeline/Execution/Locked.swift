@@ -10,7 +10,10 @@ import Glibc
 ///
 /// Threading: any thread.
 public final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
+    // The mutex already makes every access exclusive, and a nested `withLock` on one thread would
+    // deadlock before two accesses could overlap: the runtime's exclusivity check on each access
+    // would only repeat it, at a cost on every call.
+    @exclusivity(unchecked) private var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     public init(_ value: Value) {
@@ -29,5 +32,13 @@ public final class Locked<Value>: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
+    }
+
+    /// Runs `body` with the value and `item`, which it is given to keep (moved, not copied),
+    /// holding the lock.
+    public func withLock<Item, R>(moving item: consuming Item, _ body: (inout Value, consuming Item) -> R) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body(&value, item)
     }
 }

@@ -20,7 +20,12 @@ final class AppSession {
     var visibleState: AppState = .notRunning
     /// This launch's plugins, in load order. A plugin that failed to load keeps its slot, closed,
     /// so every index stays valid until the app ends.
-    var plugins: [LoadedPlugin] = []
+    ///
+    /// Read on every call into plugin code. Every access is instantaneous: an element is read and
+    /// its references used after the access ended, and the list is changed only by loading and the
+    /// app's end, from host code. No access can overlap another, so the runtime's check on each
+    /// one is skipped.
+    @exclusivity(unchecked) var plugins: [LoadedPlugin] = []
     /// Why a plugin could not be loaded, under the `.abort` policy.
     var loadError: LifelineError?
 

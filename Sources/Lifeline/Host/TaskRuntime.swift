@@ -8,8 +8,11 @@ import Logging
 final class TaskRuntime {
     private let session: AppSession
     private let caller: GuardedCaller
-    private var tasks: TaskRegistry
-    private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
+    // Touched by every begin and end. TaskRegistry's methods never call out, and a handler is
+    // copied out of the table before it is called: no access to either can overlap another, so the
+    // runtime's check on each one is skipped.
+    @exclusivity(unchecked) private var tasks: TaskRegistry
+    @exclusivity(unchecked) private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
     private var budgetJobs: [MainExecutor.JobID] = []
     /// Carries out a termination: the host records it and ends the app.
     var terminate: (Termination) -> Void = { _ in }

@@ -69,8 +69,7 @@ public final class Recorder: Sendable {
         observer?(event)
         guard keepsTimeline else { return }
         // Moved into the timeline, not copied: a task event holds several strings.
-        var moving = Optional(event)
-        state.withLock { $0.timeline.append(moving.take()!) }
+        state.withLock(moving: event) { $0.timeline.append($1) }
     }
 
     /// Notes a plugin in the report's `plugins` list.

@@ -40,9 +40,13 @@ public struct TimelineEvent: Equatable, Sendable {
     }
 
     public init(time: HostTime, event: String, fields: [(String, JSONValue)] = []) {
+        self.init(time: time, event: event, storage: .fields(fields))
+    }
+
+    private init(time: HostTime, event: String, storage: Storage) {
         self.time = time
         self.event = event
-        self.storage = .fields(fields)
+        self.storage = storage
     }
 
     /// A task event (`taskBegan`, `taskEnded`, `taskExpiring`, `endUnknownTask`): the fields
@@ -50,9 +54,7 @@ public struct TimelineEvent: Equatable, Sendable {
     public static func task(
         time: HostTime, event: String, plugin: String, task: Int, name: String? = nil, expired: Bool? = nil
     ) -> TimelineEvent {
-        var e = TimelineEvent(time: time, event: event)
-        e.storage = .task(plugin: plugin, task: task, name: name, expired: expired)
-        return e
+        TimelineEvent(time: time, event: event, storage: .task(plugin: plugin, task: task, name: name, expired: expired))
     }
 
     /// A queue operation's event (`opStarted`, `opFinished`): the fields `plugin`, `queue`, `op`,
@@ -61,9 +63,8 @@ public struct TimelineEvent: Equatable, Sendable {
         time: HostTime, event: String, plugin: String, queue: String, op: Int, name: String?,
         finished: OperationEnding? = nil
     ) -> TimelineEvent {
-        var e = TimelineEvent(time: time, event: event)
-        e.storage = .operation(plugin: plugin, queue: queue, op: op, name: name, finished: finished)
-        return e
+        TimelineEvent(
+            time: time, event: event, storage: .operation(plugin: plugin, queue: queue, op: op, name: name, finished: finished))
     }
 
     /// The other fields, in the order the report writes them.
