@@ -124,7 +124,7 @@ private struct Outputs: Sendable {
             FileHandle.standardError.write(Data((Terminal.safe(result.message, indent: "    ") + "\n").utf8))
         }
         let report = recorder.report()
-        try setup.writeReport(report)
+        try setup.writeReport(recorder)
         let run = RenderedRun(title: scenario.fileName, report: report, calls: recorder.handlerCalls)
         if let renderData { try RunOutput.write(run.json.serialized() + "\n", to: renderData) }
         try pictures.write([run], stdoutTaken: setup.reportPath == "-")

@@ -101,7 +101,7 @@ public final class LiveRun: @unchecked Sendable {
         if let termination = recorder.termination {
             LiveRun.writeCrashReport(termination, recorder: recorder, setup: setup)
         } else {
-            try setup.writeReport(recorder.report())
+            try setup.writeReport(recorder)
         }
         return recorder
     }
@@ -140,7 +140,7 @@ public final class LiveRun: @unchecked Sendable {
     /// notification, nothing more runs.
     private func kill() {
         FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
-        try? setup.writeReport(recorder.report())
+        try? setup.writeReport(recorder)
         exit(recorder.exitCode)
     }
 
@@ -157,7 +157,7 @@ public final class LiveRun: @unchecked Sendable {
         } catch {
             FileHandle.standardError.write(Data("lifeline: cannot write crash report to \(path): \(error)\n".utf8))
         }
-        try? setup.writeReport(recorder.report())
+        try? setup.writeReport(recorder)
     }
 }
 

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 
 /// What a run of the host is given, the same whether it runs live (`LiveRun`) or in virtual time
@@ -41,8 +44,8 @@ public struct RunSetup: Sendable {
     }
 
     /// Writes `report` to `reportPath`, when there is one.
-    public func writeReport(_ report: JSONValue) throws(LifelineError) {
-        if let reportPath { try RunOutput.write(RunOutput.text(of: report), to: reportPath) }
+    public func writeReport(_ recorder: Recorder) throws(LifelineError) {
+        if let reportPath { try RunOutput.writeReport(recorder, to: reportPath) }
     }
 }
 
@@ -55,9 +58,54 @@ public enum RunOutput {
         document.serialized(pretty: true) + "\n"
     }
 
-    /// Writes `recorder`'s report to `path`, as `text(of: recorder.report())` reads.
+    /// Writes `recorder`'s report to `path`, the bytes of `text(of: recorder.report())`, streamed
+    /// as it is written (`Recorder.writeReport`).
     public static func writeReport(_ recorder: Recorder, to path: String) throws(LifelineError) {
-        try write(text(of: recorder.report()), to: path)
+        try writeStreamed(to: path) { sink throws(LifelineError) in try recorder.writeReport(sink) }
+    }
+
+    /// Writes what `produce` gives its sink to `path`, replacing the file at once as `write` does:
+    /// into a new file beside it, renamed over it when complete. `-` is standard output.
+    public static func writeStreamed(
+        to path: String, _ produce: (([UInt8]) throws(LifelineError) -> Void) throws(LifelineError) -> Void
+    ) throws(LifelineError) {
+        func failure(_ errno: Int32) -> LifelineError {
+            .internalError("cannot write '\(path)': \(String(cString: strerror(errno)))")
+        }
+        func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(LifelineError) {
+            var done = 0
+            while done < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw failure(errno)
+                }
+                done += n
+            }
+        }
+        if path == "-" {
+            try produce { bytes throws(LifelineError) in try writeAll(1, bytes) }
+            return
+        }
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { String(path[...$0]) } ?? ""
+        let leaf = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = folder + "." + leaf + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard fd >= 0 else { throw failure(errno) }
+        do {
+            try produce { bytes throws(LifelineError) in try writeAll(fd, bytes) }
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        let closed = close(fd)
+        if closed != 0 || rename(temporary, path) != 0 {
+            let error = errno
+            unlink(temporary)
+            throw failure(error)
+        }
     }
 
     /// Writes `text` to the file at `path`, replacing it at once (no reader sees half of it);

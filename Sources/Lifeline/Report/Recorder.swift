@@ -109,41 +109,92 @@ public final class Recorder: Sendable {
     /// The report, as one JSON object.
     public func report(with extra: Termination? = nil) -> JSONValue {
         state.withLock { s in
-            let termination = s.termination ?? extra
-            var object: [(String, JSONValue)] = [
-                ("lifeline", .int(Int64(Recorder.formatVersion))),
-                ("profile", .string(profileName)),
-            ]
-            if let p = profile {
-                object.append(
-                    (
-                        "limits",
-                        .object([
-                            ("budget", .number(ReportNumber.seconds(p.budget))),
-                            ("expirationLead", .number(ReportNumber.seconds(p.expirationLead))),
-                            ("launch", .number(ReportNumber.seconds(p.launchLimit))),
-                            ("didEnterBackground", .number(ReportNumber.seconds(p.backgroundLimit))),
-                            ("transition", .number(ReportNumber.seconds(p.transitionLimit))),
-                            ("willTerminate", .number(ReportNumber.seconds(p.terminateLimit))),
-                            ("expirationHandler", .number(ReportNumber.seconds(p.expirationHandlerLimit))),
-                            ("taskLimit", .int(Int64(p.taskLimit))),
-                        ])
-                    ))
-            }
-            object += [
-                ("outcome", .string(termination == nil ? "completed" : "terminated")),
-                ("termination", termination?.json ?? .null),
-                (
-                    "plugins",
-                    .array(
-                        s.plugins.map {
-                            .object([("name", .string($0.0)), ("kind", .string($0.1)), ("status", .string($0.2))])
-                        })
-                ),
-                ("timeline", .array(s.timeline.map(\.json))),
-            ]
+            var object = head(s, termination: s.termination ?? extra)
+            object.append(("timeline", .array(s.timeline.map(\.json))))
             if let e = s.expectations { object.append(("expectations", e)) }
             return .object(object)
         }
+    }
+
+    /// The bytes of `RunOutput.text(of: report())`, given to `sink` a chunk at a time: the
+    /// timeline is written event by event, with no JSON value made for it, so a report of a
+    /// million events is never held whole.
+    public func writeReport(_ sink: ([UInt8]) throws(LifelineError) -> Void) throws(LifelineError) {
+        let chunk = 1 << 20
+        try state.withLock { s throws(LifelineError) in
+            var text = JSONText()
+            text.bytes.reserveCapacity(chunk + 4096)
+            text.raw("{")
+            for (i, (key, value)) in head(s, termination: s.termination).enumerated() {
+                if i > 0 { text.raw(",") }
+                text.newline(indent: 1)
+                text.key(key, pretty: true)
+                text.value(value, pretty: true, indent: 1)
+            }
+            text.raw(",")
+            text.newline(indent: 1)
+            text.key("timeline", pretty: true)
+            if s.timeline.isEmpty {
+                text.raw("[]")
+            } else {
+                text.raw("[")
+                for (i, event) in s.timeline.enumerated() {
+                    if i > 0 { text.raw(",") }
+                    text.newline(indent: 2)
+                    event.write(into: &text)
+                    if text.bytes.count >= chunk {
+                        try sink(text.bytes)
+                        text.bytes.removeAll(keepingCapacity: true)
+                    }
+                }
+                text.newline(indent: 1)
+                text.raw("]")
+            }
+            if let e = s.expectations {
+                text.raw(",")
+                text.newline(indent: 1)
+                text.key("expectations", pretty: true)
+                text.value(e, pretty: true, indent: 1)
+            }
+            text.newline(indent: 0)
+            text.raw("}\n")
+            try sink(text.bytes)
+        }
+    }
+
+    /// The report's fields before the timeline.
+    private func head(_ s: State, termination: Termination?) -> [(String, JSONValue)] {
+        var object: [(String, JSONValue)] = [
+            ("lifeline", .int(Int64(Recorder.formatVersion))),
+            ("profile", .string(profileName)),
+        ]
+        if let p = profile {
+            object.append(
+                (
+                    "limits",
+                    .object([
+                        ("budget", .number(ReportNumber.seconds(p.budget))),
+                        ("expirationLead", .number(ReportNumber.seconds(p.expirationLead))),
+                        ("launch", .number(ReportNumber.seconds(p.launchLimit))),
+                        ("didEnterBackground", .number(ReportNumber.seconds(p.backgroundLimit))),
+                        ("transition", .number(ReportNumber.seconds(p.transitionLimit))),
+                        ("willTerminate", .number(ReportNumber.seconds(p.terminateLimit))),
+                        ("expirationHandler", .number(ReportNumber.seconds(p.expirationHandlerLimit))),
+                        ("taskLimit", .int(Int64(p.taskLimit))),
+                    ])
+                ))
+        }
+        object += [
+            ("outcome", .string(termination == nil ? "completed" : "terminated")),
+            ("termination", termination?.json ?? .null),
+            (
+                "plugins",
+                .array(
+                    s.plugins.map {
+                        .object([("name", .string($0.0)), ("kind", .string($0.1)), ("status", .string($0.2))])
+                    })
+            ),
+        ]
+        return object
     }
 }

@@ -91,6 +91,49 @@ public struct TimelineEvent: Equatable, Sendable {
 
     public static func == (a: TimelineEvent, b: TimelineEvent) -> Bool { a.json == b.json }
 
+    /// Writes the event as the pretty report writes `json` at its depth in the timeline. Task and
+    /// operation events, the most numerous, are written from their inline fields with no `json`
+    /// made.
+    func write(into text: inout JSONText) {
+        func field(_ key: String) {
+            text.raw(", ")
+            text.key(key, pretty: true)
+        }
+        switch storage {
+        case .fields:
+            text.value(json, pretty: true, indent: 2)
+            return
+        case .task(let plugin, let task, let name, let expired):
+            writeHead(into: &text, plugin: plugin)
+            field("task")
+            text.integer(Int64(task))
+            if let name { field("name"); text.string(name) }
+            if let expired { field("expired"); if expired { text.raw("true") } else { text.raw("false") } }
+        case .operation(let plugin, let queue, let op, let name, let finished):
+            writeHead(into: &text, plugin: plugin)
+            field("queue")
+            text.string(queue)
+            field("op")
+            text.integer(Int64(op))
+            if let name { field("name"); text.string(name) }
+            if let finished { field("result"); text.string(finished.result) }
+        }
+        text.raw("}")
+    }
+
+    /// `{"t": …, "event": …, "plugin": …`
+    private func writeHead(into text: inout JSONText, plugin: String) {
+        text.raw("{")
+        text.key("t", pretty: true)
+        text.seconds(milliseconds: time.milliseconds)
+        text.raw(", ")
+        text.key("event", pretty: true)
+        text.string(event)
+        text.raw(", ")
+        text.key("plugin", pretty: true)
+        text.string(plugin)
+    }
+
     /// The field called `key`.
     public subscript(key: String) -> JSONValue? { fields.first { $0.0 == key }?.1 }
 
