@@ -95,43 +95,47 @@ public struct TimelineEvent: Equatable, Sendable {
     /// operation events, the most numerous, are written from their inline fields with no `json`
     /// made.
     func write(into text: inout JSONText) {
-        func field(_ key: String) {
-            text.raw(", ")
-            text.key(key, pretty: true)
-        }
         switch storage {
-        case .fields:
-            text.value(json, pretty: true, indent: 2)
-            return
+        case .fields(let fields):
+            // An event with a nested field is not written on one line: the general writer knows how.
+            guard fields.allSatisfy({ $0.1.isScalar }) else {
+                text.value(json, pretty: true, indent: 2)
+                return
+            }
+            writeHead(into: &text)
+            for (key, value) in fields {
+                text.raw(", ")
+                text.key(key, pretty: true)
+                text.value(value, pretty: true, indent: 3)
+            }
         case .task(let plugin, let task, let name, let expired):
-            writeHead(into: &text, plugin: plugin)
-            field("task")
+            writeHead(into: &text)
+            text.raw(", \"plugin\": ")
+            text.string(plugin)
+            text.raw(", \"task\": ")
             text.integer(Int64(task))
-            if let name { field("name"); text.string(name) }
-            if let expired { field("expired"); if expired { text.raw("true") } else { text.raw("false") } }
+            if let name { text.raw(", \"name\": "); text.string(name) }
+            if let expired { text.raw(expired ? ", \"expired\": true" : ", \"expired\": false") }
         case .operation(let plugin, let queue, let op, let name, let finished):
-            writeHead(into: &text, plugin: plugin)
-            field("queue")
+            writeHead(into: &text)
+            text.raw(", \"plugin\": ")
+            text.string(plugin)
+            text.raw(", \"queue\": ")
             text.string(queue)
-            field("op")
+            text.raw(", \"op\": ")
             text.integer(Int64(op))
-            if let name { field("name"); text.string(name) }
-            if let finished { field("result"); text.string(finished.result) }
+            if let name { text.raw(", \"name\": "); text.string(name) }
+            if let finished { text.raw(", \"result\": "); text.string(finished.result) }
         }
         text.raw("}")
     }
 
-    /// `{"t": …, "event": …, "plugin": …`
-    private func writeHead(into text: inout JSONText, plugin: String) {
-        text.raw("{")
-        text.key("t", pretty: true)
+    /// `{"t": …, "event": …`
+    private func writeHead(into text: inout JSONText) {
+        text.raw("{\"t\": ")
         text.seconds(milliseconds: time.milliseconds)
-        text.raw(", ")
-        text.key("event", pretty: true)
+        text.raw(", \"event\": ")
         text.string(event)
-        text.raw(", ")
-        text.key("plugin", pretty: true)
-        text.string(plugin)
     }
 
     /// The field called `key`.
