@@ -183,6 +183,8 @@ final class GuardedCaller {
             openedWindow = window.id
         }
         watchdog.enter(session.plugins[index].watchdogSlot)
+        // Read before the call, which may end the app and drop the plugins.
+        let plugin = recordsHandlerCalls ? session.plugins[index].context.pluginName : ""
         let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
         let startedAt = session.now
         depth += 1
@@ -193,7 +195,7 @@ final class GuardedCaller {
         if recordsHandlerCalls {
             session.recorder.recordCall(
                 HandlerCall(
-                    time: startedAt, plugin: session.plugins[index].context.pluginName, handler: window.handler,
+                    time: startedAt, plugin: plugin, handler: window.handler,
                     milliseconds: Double(Monotonic.nanoseconds() &- started) / 1e6))
         }
         return (outcome, fired)
