@@ -275,6 +275,7 @@ public final class LifelineHost {
             p.context.cancelSwiftTasks()
         }
         session.plugins.removeAll()
+        parts.caller.forgetPlugins()
         parts.slices.releaseHeld()
         parts.waits.abandon()
     }

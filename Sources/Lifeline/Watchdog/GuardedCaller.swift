@@ -87,6 +87,9 @@ final class GuardedCaller {
     /// Makes a plugin known to the watchdog: its entry keeps the slot returned.
     func register(_ subject: WatchdogSubject) -> Int { watchdog.register(subject) }
 
+    /// The app ended and its plugins are gone: their slots go too, so relaunches do not pile up.
+    func forgetPlugins() { watchdog.forgetSubjects() }
+
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
     /// recorded, an overrun or a stop terminates the app.
     func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {

@@ -127,6 +127,12 @@ public final class Watchdog: @unchecked Sendable {
         }
     }
 
+    /// Forgets every subject (the app ended): slots are given again from 0. A call still running
+    /// (the app ended from inside it) is left alone if its deadline passes.
+    public func forgetSubjects() {
+        waiter.condition.withLock { subjects.removeAll() }
+    }
+
     /// Opens a window until `deadline` (nanoseconds on the watchdog's clock: CLOCK_MONOTONIC
     /// unless another clock was given). The calls entered from now on share it, until the next.
     public func open(deadline: UInt64, handler: String, limit: Double, time: HostTime) {
@@ -179,7 +185,8 @@ public final class Watchdog: @unchecked Sendable {
                 guard running.compareExchange(
                     expected: token, desired: token | Self.firedBit, ordering: .sequentiallyConsistent
                 ).exchanged else { continue }  // it left meanwhile
-                let subject = subject(token)
+                // Gone only if the app ended from inside the call: nothing is left to stop.
+                guard let subject = subject(token) else { continue }
                 if let preemptor = subject.preemptor {
                     preemptor.preempt()
                     policy.stopping(token, now: now)
@@ -187,7 +194,7 @@ public final class Watchdog: @unchecked Sendable {
                     giveUp(subject)
                 }
             case .giveUp(let token):
-                giveUp(subject(token))
+                if let subject = subject(token) { giveUp(subject) }
             }
         }
         thread = nil
@@ -200,8 +207,9 @@ public final class Watchdog: @unchecked Sendable {
         sleepingUntil = 0
     }
 
-    private func subject(_ token: UInt64) -> WatchdogSubject {
-        subjects[Int(truncatingIfNeeded: (token & 0xFFFF_FFFF) >> 1) - 1]
+    private func subject(_ token: UInt64) -> WatchdogSubject? {
+        let slot = Int(truncatingIfNeeded: (token & 0xFFFF_FFFF) >> 1) - 1
+        return subjects.indices.contains(slot) ? subjects[slot] : nil
     }
 
     /// Called with the lock held; releases it while `onUnpreemptible` runs.
