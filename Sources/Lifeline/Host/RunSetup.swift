@@ -64,8 +64,9 @@ public enum RunOutput {
         try writeStreamed(to: path) { sink throws(LifelineError) in try recorder.writeReport(sink) }
     }
 
-    /// Writes what `produce` gives its sink to `path`, replacing the file at once as `write` does:
-    /// into a new file beside it, renamed over it when complete. `-` is standard output.
+    /// Writes what `produce` gives its sink to `path`, replacing the file at once (no reader sees
+    /// half of it): into a new file beside it, renamed over it when complete. `-` is standard
+    /// output.
     public static func writeStreamed(
         to path: String, _ produce: (([UInt8]) throws(LifelineError) -> Void) throws(LifelineError) -> Void
     ) throws(LifelineError) {
@@ -111,14 +112,6 @@ public enum RunOutput {
     /// Writes `text` to the file at `path`, replacing it at once (no reader sees half of it);
     /// `-` is standard output.
     public static func write(_ text: String, to path: String) throws(LifelineError) {
-        if path == "-" {
-            FileHandle.standardOutput.write(Data(text.utf8))
-            return
-        }
-        do {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw .internalError("cannot write '\(path)': \(error.localizedDescription)")
-        }
+        try writeStreamed(to: path) { sink throws(LifelineError) in try sink(Array(text.utf8)) }
     }
 }

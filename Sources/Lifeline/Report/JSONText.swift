@@ -66,23 +66,17 @@ struct JSONText {
     /// Milliseconds as seconds with no trailing zeros: `27`, `2.5`, `0.001` (`ReportNumber`).
     mutating func seconds(milliseconds ms: Int64) {
         if ms < 0 { bytes.append(UInt8(ascii: "-")) }
-        let whole = ms.magnitude / 1000
-        var frac = ms.magnitude % 1000
-        digits(whole)
+        digits(ms.magnitude / 1000)
+        let frac = ms.magnitude % 1000
         if frac == 0 { return }
         bytes.append(UInt8(ascii: "."))
-        var places = 3
-        while frac % 10 == 0 { frac /= 10; places -= 1 }
-        var divisor: UInt64 = places == 3 ? 100 : places == 2 ? 10 : 1
-        // The fraction's leading zeros: 0.005 is 5 thousandths.
-        var scaled = frac
-        for _ in 0..<places {
-            bytes.append(UInt8(ascii: "0") + UInt8(scaled / divisor))
-            scaled %= divisor
-            divisor /= 10
-            if divisor == 0 { break }
-        }
+        // Tenths always; hundredths and thousandths only up to the last digit that is not 0.
+        bytes.append(UInt8(ascii: "0") + UInt8(frac / 100))
+        if frac % 100 != 0 { bytes.append(UInt8(ascii: "0") + UInt8(frac / 10 % 10)) }
+        if frac % 10 != 0 { bytes.append(UInt8(ascii: "0") + UInt8(frac % 10)) }
     }
+
+    private static let hex = Array("0123456789abcdef".utf8)
 
     mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
@@ -100,9 +94,8 @@ struct JSONText {
                 case UInt8(ascii: "\t"): raw("\\t")
                 default:
                     raw("\\u00")
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    bytes.append(hex[Int(byte >> 4)])
-                    bytes.append(hex[Int(byte & 15)])
+                    bytes.append(Self.hex[Int(byte >> 4)])
+                    bytes.append(Self.hex[Int(byte & 15)])
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
