@@ -39,7 +39,7 @@ struct InstructionFigures {
 
 /// Counts both sides of `row` under callgrind.
 func countInstructions(_ row: CountedRow) -> InstructionFigures {
-    let binary = strippedFigures()
+    let binary = strippedBinary
     func perUnit(_ side: String) -> Double {
         let once = callgrindTotal(binary, [row.name, side, String(row.steps)])
         let twice = callgrindTotal(binary, [row.name, side, String(2 * row.steps)])
@@ -61,8 +61,6 @@ private let strippedBinary: String = {
     atexit { unlink(FileManager.default.temporaryDirectory.appendingPathComponent("figures-counted-\(getpid())").path) }
     return path
 }()
-
-func strippedFigures() -> String { strippedBinary }
 
 /// The instructions callgrind collected over a whole run of `figures count ARGS`, every thread.
 func callgrindTotal(_ binary: String, _ arguments: [String]) -> Int {

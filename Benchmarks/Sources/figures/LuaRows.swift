@@ -12,16 +12,26 @@ let handlerSource = "function(e) local n = e.name end"
 
 /// ns per handler call: one memory warning delivered to `plugins` plugins, each with one handler.
 func hostDispatch(plugins count: Int, events: Int) -> Double {
+    let (bench, dir) = dispatchHost(plugins: count)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let ns = dispatchPerHandler(bench, plugins: count, handlers: events * count)
+    bench.checkClean()
+    return ns
+}
+
+/// A host with `count` plugins, each with `handlerSource` for memory warnings, and their folder.
+func dispatchHost(plugins count: Int) -> (BenchHost, String) {
     var sources: [String: String] = [:]
     for i in 0..<count { sources["p\(i)"] = "lifeline.on('didReceiveMemoryWarning', \(handlerSource))" }
     let dir = tempPlugins(sources)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    let bench = BenchHost(lua: dir)
-    let ns = nanoseconds(per: events * count) {
-        for _ in 0..<events { try! bench.host.perform(.memoryWarning) }
-    }
-    bench.checkClean()
-    return ns
+    return (BenchHost(lua: dir), dir)
+}
+
+/// ns per handler call for memory warnings reaching every plugin of `bench`, about `handlers`
+/// handler calls in all.
+func dispatchPerHandler(_ bench: BenchHost, plugins: Int, handlers: Int) -> Double {
+    let events = max(1, handlers / plugins)
+    return nanoseconds(per: events * plugins) { for _ in 0..<events { try! bench.host.perform(.memoryWarning) } }
 }
 
 /// ns per handler call: a C loop over `states` lua_States, each lua_pcall-ing the same handler
@@ -46,6 +56,8 @@ func dispatchRow() -> Row {
 }
 
 // MARK: task.lua
+
+let taskLuaBody = "lifeline.endBackgroundTask(lifeline.beginBackgroundTask('x'))"
 
 /// ns per `body`, run `calls` times in each of `events` memory-warning handlers of one plugin. The
 /// report keeps every event, and each counts against the plugin's memory cap: the default 32 MiB is
@@ -81,7 +93,7 @@ func plainLuaLoop(_ body: String, prelude: String = "", calls: Int) -> Double {
 
 func taskLuaRow() -> Row {
     let m = interleaved(rounds: 9, [
-        { luaHandlerLoop("lifeline.endBackgroundTask(lifeline.beginBackgroundTask('x'))", calls: 10_000, events: 10) },
+        { luaHandlerLoop(taskLuaBody, calls: 10_000, events: 10) },
         { plainLuaLoop("bench.empty(bench.empty('x'))", calls: 1_000_000) },
     ])
     return Row(
@@ -229,7 +241,7 @@ let minimalPlugin = "lifeline.on('didEnterBackground', function(e) end)"
 /// fresh heap: bytes resident per plugin, for N plugins loaded by a host or N bare lua_States.
 func probeMemory(kind: String, count: Int) -> Double {
     if kind == "lifeline" {
-        let dir = tempPlugins(Dictionary(uniqueKeysWithValues: (0..<count).map { ("p\($0)", minimalPlugin) }))
+        let dir = pluginFolder(count: count)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let descriptors = try! LuaPluginLoader.descriptors(in: dir)
         let empty = BenchHost([])  // the host's own share, which is not the plugins'

@@ -23,6 +23,7 @@ func sandboxedStates(count: Int) -> Double {
     return ns
 }
 
+/// A folder of `count` copies of the one-handler plugin.
 func pluginFolder(count: Int) -> String {
     tempPlugins(Dictionary(uniqueKeysWithValues: (0..<count).map { ("p\($0)", minimalPlugin) }))
 }
@@ -107,23 +108,8 @@ func reportWriteRow() -> Row {
 /// The plugin counts scale.plugins dispatches to.
 let scaleCounts = [10, 100, 1_000, 10_000]
 
-/// ns per handler call for a memory warning reaching every plugin of `bench`, about `handlers`
-/// handler calls in all.
-func dispatchPerHandler(_ bench: BenchHost, plugins: Int, handlers: Int) -> Double {
-    let events = max(1, handlers / plugins)
-    let ns = nanoseconds(per: events * plugins) { for _ in 0..<events { try! bench.host.perform(.memoryWarning) } }
-    return ns
-}
-
-func scaleHost(plugins count: Int) -> (BenchHost, String) {
-    var sources: [String: String] = [:]
-    for i in 0..<count { sources["p\(i)"] = "lifeline.on('didReceiveMemoryWarning', \(handlerSource))" }
-    let dir = tempPlugins(sources)
-    return (BenchHost(lua: dir), dir)
-}
-
 func scalePluginsRow() -> Row {
-    let hosts = scaleCounts.map { scaleHost(plugins: $0) }
+    let hosts = scaleCounts.map { dispatchHost(plugins: $0) }
     defer { for (_, dir) in hosts { try? FileManager.default.removeItem(atPath: dir) } }
     let m = interleaved(
         rounds: 7, zip(scaleCounts, hosts).map { count, host in { dispatchPerHandler(host.0, plugins: count, handlers: 100_000) } })

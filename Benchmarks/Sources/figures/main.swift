@@ -33,8 +33,6 @@ let rows: [(name: String, run: () -> Row)] = [
     ("transfer.loopback", transferRow),
 ]
 
-let taskLuaBody = "lifeline.endBackgroundTask(lifeline.beginBackgroundTask('x'))"
-
 /// The CPU-bound rows, as callgrind counts them: each side runs a number of steps of its work
 /// (Counting.swift). A step is a few hundred to a thousand units, so that one step's instructions
 /// dwarf callgrind's own rounding.
@@ -65,17 +63,17 @@ let countedRows: [CountedRow] = [
             _ = loadPlugins(dir, count: 100 * $0)
         },
         baseline: { _ = sandboxedStates(count: 100 * $0) }),
+    // 10,000 plugins against 10, the same number of handler calls a step.
     CountedRow(
-        name: "scale.plugins", unitsPerStep: 10_000, steps: 1,
-        lifeline: { let (host, dir) = scaleHost(plugins: 10_000); _ = dispatchPerHandler(host, plugins: 10_000, handlers: 10_000 * $0); try? FileManager.default.removeItem(atPath: dir) },
-        baseline: { let (host, dir) = scaleHost(plugins: 10); _ = dispatchPerHandler(host, plugins: 10, handlers: 10_000 * $0); try? FileManager.default.removeItem(atPath: dir) }),
+        name: "scale.plugins", unitsPerStep: 10_000, steps: 1, lifeline: { _ = hostDispatch(plugins: 10_000, events: $0) },
+        baseline: { _ = hostDispatch(plugins: 10, events: 1000 * $0) }),
 ]
 
 /// Lifeline's side of a row alone, once, for a profiler: `valgrind --tool=callgrind figures profile NAME`.
 let profiles: [String: () -> Void] = [
     "dispatch.lua": { _ = hostDispatch(plugins: 100, events: 500) },
     "dispatch.lua.baseline": { _ = bareDispatch(states: 100, rounds: 500) },
-    "task.lua": { _ = luaHandlerLoop("lifeline.endBackgroundTask(lifeline.beginBackgroundTask('x'))", calls: 10_000, events: 5) },
+    "task.lua": { _ = luaHandlerLoop(taskLuaBody, calls: 10_000, events: 5) },
     "task.swift": { _ = taskSwift(count: 50_000) },
     "queue.swift": { _ = lifelineQueue(count: 50_000) },
     "background.lua": { _ = backgroundLua(calls: 500, events: 20) },
