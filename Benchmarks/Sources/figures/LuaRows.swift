@@ -204,6 +204,16 @@ func longScenario(cycles: Int) -> Scenario {
     return try! Scenario.parse(lines.joined(separator: "\n"), fileName: "long.scenario")
 }
 
+/// Simulates `scenario` with the plugins of `dir`, as `lifeline simulate` does; the events recorded.
+func simulateLong(_ dir: String, scenario: Scenario) -> Int {
+    let descriptors = try! LuaPluginLoader.descriptors(in: dir)
+    let recorder = try! Simulation.run(scenario: scenario, plugins: descriptors, configuration: HostConfiguration())
+    if recorder.pluginErrorCount != 0 || recorder.termination != nil {
+        fatalError("simulate.long: \(recorder.pluginErrorCount) errors, \(String(describing: recorder.termination))")
+    }
+    return recorder.timeline.count
+}
+
 func simulateLongRow() -> Row {
     let dir = tempPlugins(Dictionary(uniqueKeysWithValues: (0..<1000).map { ("p\($0)", longPlugin) }))
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -212,12 +222,7 @@ func simulateLongRow() -> Row {
     let m = interleaved(rounds: 3, [
         {
             let start = Monotonic.nanoseconds()
-            let descriptors = try! LuaPluginLoader.descriptors(in: dir)
-            let recorder = try! Simulation.run(scenario: scenario, plugins: descriptors, configuration: HostConfiguration())
-            if recorder.pluginErrorCount != 0 || recorder.termination != nil {
-                fatalError("simulate.long: \(recorder.pluginErrorCount) errors, \(String(describing: recorder.termination))")
-            }
-            events = recorder.timeline.count
+            events = simulateLong(dir, scenario: scenario)
             return Double(Monotonic.nanoseconds() - start) / 1e9
         },
         {

@@ -77,6 +77,24 @@ let profiles: [String: () -> Void] = [
     "task.swift": { _ = taskSwift(count: 50_000) },
     "queue.swift": { _ = lifelineQueue(count: 50_000) },
     "background.lua": { _ = backgroundLua(calls: 500, events: 20) },
+    "simulate.long": {
+        let dir = tempPlugins(Dictionary(uniqueKeysWithValues: (0..<1000).map { ("p\($0)", longPlugin) }))
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = simulateLong(dir, scenario: longScenario(cycles: 20))
+    },
+    "report.write": {
+        let recorder = bigRecorder(events: 1_000_000)
+        for _ in 0..<3 { print(writeReport(recorder, to: "/tmp/lifeline-profile-report.json"), "MB/s") }
+    },
+    // The report's text alone, with no file: what formatting costs.
+    "report.format": {
+        let recorder = bigRecorder(events: 1_000_000)
+        for _ in 0..<3 {
+            var bytes = 0
+            let ns = nanoseconds(per: 1_000_000) { try! recorder.writeReport { bytes += $0.count } }
+            print("\(ns) ns/event, \(bytes) bytes")
+        }
+    },
     "http.loopback": {
         let server = LoopbackServer { OKHandler() }
         _ = lifelineRequests(port: server.port, count: 2_000)

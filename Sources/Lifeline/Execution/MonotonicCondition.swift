@@ -29,6 +29,7 @@ final class MonotonicCondition: @unchecked Sendable {
     func lock() { pthread_mutex_lock(mutex) }
     func unlock() { pthread_mutex_unlock(mutex) }
     func signal() { pthread_cond_signal(cond) }
+    func broadcast() { pthread_cond_broadcast(cond) }
 
     /// Waits, with the lock held, until signalled or until `deadline` (CLOCK_MONOTONIC
     /// nanoseconds; nil: no deadline). May wake spuriously: callers re-check their condition.

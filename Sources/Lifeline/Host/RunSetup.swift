@@ -68,15 +68,15 @@ public enum RunOutput {
     /// half of it): into a new file beside it, renamed over it when complete. `-` is standard
     /// output.
     public static func writeStreamed(
-        to path: String, _ produce: (([UInt8]) throws(LifelineError) -> Void) throws(LifelineError) -> Void
+        to path: String, _ produce: ((UnsafeRawBufferPointer) throws(LifelineError) -> Void) throws(LifelineError) -> Void
     ) throws(LifelineError) {
         func failure(_ errno: Int32) -> LifelineError {
             .internalError("cannot write '\(path)': \(String(cString: strerror(errno)))")
         }
-        func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws(LifelineError) {
+        func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(LifelineError) {
             var done = 0
             while done < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+                let n = Glibc.write(fd, bytes.baseAddress! + done, bytes.count - done)
                 if n < 0 {
                     if errno == EINTR { continue }
                     throw failure(errno)
@@ -112,6 +112,10 @@ public enum RunOutput {
     /// Writes `text` to the file at `path`, replacing it at once (no reader sees half of it);
     /// `-` is standard output.
     public static func write(_ text: String, to path: String) throws(LifelineError) {
-        try writeStreamed(to: path) { sink throws(LifelineError) in try sink(Array(text.utf8)) }
+        try writeStreamed(to: path) { sink throws(LifelineError) in
+            var text = text
+            // withUTF8 rethrows untyped: carry the error out as a Result.
+            try text.withUTF8 { bytes in Result { () throws(LifelineError) in try sink(UnsafeRawBufferPointer(bytes)) } }.get()
+        }
     }
 }

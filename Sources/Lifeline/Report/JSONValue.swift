@@ -24,7 +24,7 @@ public enum JSONValue: Equatable, Sendable {
     public func serialized(pretty: Bool = false) -> String {
         var text = JSONText()
         text.value(self, pretty: pretty, indent: 0)
-        return String(decoding: text.bytes, as: UTF8.self)
+        return text.text
     }
 }
 
@@ -41,6 +41,6 @@ public enum ReportNumber {
     static func milliseconds(_ ms: Int64) -> String {
         var text = JSONText()
         text.seconds(milliseconds: ms)
-        return String(decoding: text.bytes, as: UTF8.self)
+        return text.text
     }
 }

@@ -119,11 +119,9 @@ public final class Recorder: Sendable {
     /// The bytes of `RunOutput.text(of: report())`, given to `sink` a chunk at a time: the
     /// timeline is written event by event, with no JSON value made for it, so a report of a
     /// million events is never held whole.
-    public func writeReport(_ sink: ([UInt8]) throws(LifelineError) -> Void) throws(LifelineError) {
-        let chunk = 1 << 20
+    public func writeReport(_ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void) throws(LifelineError) {
         try state.withLock { s throws(LifelineError) in
-            var text = JSONText()
-            text.bytes.reserveCapacity(chunk + 4096)
+            var text = JSONText(capacity: 1 << 16)
             text.raw("{")
             for (i, (key, value)) in head(s, termination: s.termination).enumerated() {
                 if i > 0 { text.raw(",") }
@@ -138,14 +136,9 @@ public final class Recorder: Sendable {
                 text.raw("[]")
             } else {
                 text.raw("[")
-                for (i, event) in s.timeline.enumerated() {
-                    if i > 0 { text.raw(",") }
-                    text.newline(indent: 2)
-                    event.write(into: &text)
-                    if text.bytes.count >= chunk {
-                        try sink(text.bytes)
-                        text.bytes.removeAll(keepingCapacity: true)
-                    }
+                // Through a pointer: the events are written where they lie, not copied out.
+                try s.timeline.withUnsafeBufferPointer { events throws(LifelineError) in
+                    try TimelineWriter.write(events, through: &text, sink)
                 }
                 text.newline(indent: 1)
                 text.raw("]")
@@ -158,7 +151,7 @@ public final class Recorder: Sendable {
             }
             text.newline(indent: 0)
             text.raw("}\n")
-            try sink(text.bytes)
+            try text.withBytes(sink)
         }
     }
 

@@ -93,8 +93,8 @@ public struct TimelineEvent: Equatable, Sendable {
 
     /// Writes the event as the pretty report writes `json` at its depth in the timeline. Task and
     /// operation events, the most numerous, are written from their inline fields with no `json`
-    /// made.
-    func write(into text: inout JSONText) {
+    /// made. Inlined into the report's loop, so the event is read where it lies, not copied.
+    @inline(__always) func write(into text: inout JSONText) {
         switch storage {
         case .fields(let fields):
             // An event with a nested field is not written on one line: the general writer knows how.
@@ -131,7 +131,7 @@ public struct TimelineEvent: Equatable, Sendable {
     }
 
     /// `{"t": …, "event": …`
-    private func writeHead(into text: inout JSONText) {
+    @inline(__always) private func writeHead(into text: inout JSONText) {
         text.raw("{\"t\": ")
         text.seconds(milliseconds: time.milliseconds)
         text.raw(", \"event\": ")

@@ -97,3 +97,92 @@ func report_streamed_isByteForByteTheReportsText(terminated: Bool) throws {
         #expect(ReportNumber.seconds(HostTime(nanoseconds: ms * 1_000_000)) == text, "\(ms) ms")
     }
 }
+
+// JSONText copies a string whole when a word-at-a-time check finds nothing to escape, and falls
+// back to a byte at a time when it does: every length around the word size, with the byte that
+// needs an escape at every place, must give what a plain escaper gives.
+@Test func jsonText_string_escapesTheSameAtEveryLengthAndPlace() {
+    func plain(_ s: String) -> String {
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out += Array("\\\"".utf8)
+            case UInt8(ascii: "\\"): out += Array("\\\\".utf8)
+            case UInt8(ascii: "\n"): out += Array("\\n".utf8)
+            case UInt8(ascii: "\r"): out += Array("\\r".utf8)
+            case UInt8(ascii: "\t"): out += Array("\\t".utf8)
+            case ..<0x20: out += Array(("\\u00" + (b < 0x10 ? "0" : "") + String(b, radix: 16)).utf8)
+            default: out.append(b)
+            }
+        }
+        return String(decoding: out + [UInt8(ascii: "\"")], as: UTF8.self)
+    }
+    let specials: [Character] = ["\"", "\\", "\n", "\u{1}", "\u{1f}"]
+    let harmless: [Character] = ["a", " ", "~", "\u{7f}", "é", "!", "#", "]", "[", "{"]
+    for length in 0...40 {
+        let clean = String((0..<length).map { harmless[$0 % harmless.count] })
+        #expect(JSONValue.string(clean).serialized() == plain(clean), "length \(length)")
+        for place in 0..<length {
+            for special in specials {
+                var characters = Array(clean)
+                characters[place] = special
+                let s = String(characters)
+                #expect(JSONValue.string(s).serialized() == plain(s), "length \(length), \(special) at \(place)")
+            }
+        }
+    }
+}
+
+@Test func jsonText_integers_atEveryNumberOfDigits() {
+    var values: [Int64] = [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, .max, .min, .min + 1]
+    var power: Int64 = 1
+    for _ in 0..<18 {
+        power *= 10
+        values += [power - 1, power, power + 1, -power]
+    }
+    for v in values {
+        #expect(JSONValue.int(v).serialized() == String(v), "\(v)")
+    }
+}
+
+/// A timeline long enough to be formatted in segments on the helper threads, with every kind of
+/// event, some in each segment.
+private func longTimeline(events: Int) -> Recorder {
+    let kinds = everyKindOfEvent(terminated: false)
+    let pattern = kinds.timeline
+    let recorder = Recorder(profile: .ios13)
+    recorder.notePlugin(name: "sync", kind: "lua", status: "loaded")
+    for i in 0..<events {
+        var event = pattern[i % pattern.count]
+        event.time = HostTime(nanoseconds: Int64(i) * 1_000_000)
+        recorder.record(event)
+    }
+    return recorder
+}
+
+@Test func report_streamed_inSegments_isByteForByteTheReportsText() throws {
+    // Lengths about the segment size and its multiples: the first and last segment, a segment
+    // cut one event short or long, and more segments than slots.
+    let segment = TimelineWriter.segment
+    for count in [2 * segment, 2 * segment + 1, 3 * segment - 1, 3 * segment, 9 * segment + 7] {
+        let recorder = longTimeline(events: count)
+        let expected = Array(RunOutput.text(of: recorder.report()).utf8)
+        let got = try streamed(recorder)
+        #expect(got.count == expected.count, "\(count) events")
+        #expect(got == expected, "\(count) events")
+    }
+}
+
+@Test func report_streamed_inSegments_stopsAtTheFirstFailedWrite() {
+    let recorder = longTimeline(events: 10 * TimelineWriter.segment)
+    var calls = 0
+    #expect(throws: LifelineError.self) {
+        try recorder.writeReport { _ throws(LifelineError) in
+            calls += 1
+            if calls == 3 { throw .internalError("disk full") }
+        }
+    }
+    #expect(calls == 3, "no write after the one that failed")
+    // The recorder is free again: the helpers are gone and its lock released.
+    #expect(recorder.timeline.count == 10 * TimelineWriter.segment)
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+/// Writes a report's timeline entries. A long timeline is cut into segments that two threads
+/// format while the caller writes the finished ones, in order: formatting costs more than the
+/// write, and a machine has more than one core. The bytes are the same as writing the entries
+/// one after the other, and at most `slots` segments are held at once, so the report is never
+/// held whole.
+///
+/// Threading: the caller's thread reads `events` and calls `sink`; the helpers only read `events`,
+/// which the caller keeps unchanged (it holds the recorder's lock) until this returns.
+enum TimelineWriter {
+    /// Events a segment holds: about 1.5 MB of text.
+    static let segment = 16_384
+    static let slots = 4
+    static let helpers = 2
+
+    /// Writes `events` as the timeline's entries (each but the first of all after a comma, each on
+    /// its own line) through `text`, handing `sink` what is written a megabyte or more at a time.
+    /// `text` holds what is not yet handed on, before and after.
+    static func write(
+        _ events: UnsafeBufferPointer<TimelineEvent>, through text: inout JSONText,
+        _ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void
+    ) throws(LifelineError) {
+        guard events.count > 2 * segment else {
+            for i in events.indices {
+                format(events, i..<i + 1, into: &text)
+                if text.count >= 1 << 20 {
+                    try text.withBytes(sink)
+                    text.removeAll()
+                }
+            }
+            return
+        }
+        try text.withBytes(sink)
+        text.removeAll()
+        try Pipeline(events).run(sink)
+    }
+
+    /// Appends `events[range]` as timeline entries.
+    static func format(_ events: UnsafeBufferPointer<TimelineEvent>, _ range: Range<Int>, into text: inout JSONText) {
+        for i in range {
+            if i > 0 { text.raw(",") }
+            text.newline(indent: 2)
+            events[i].write(into: &text)
+        }
+    }
+
+    /// A segment's text, and which segment it holds once formatted (-1: none yet).
+    private final class Slot {
+        var text = JSONText(capacity: 2 << 20)
+        var formatted = -1
+    }
+
+    private final class Pipeline: @unchecked Sendable {
+        let events: UnsafeBufferPointer<TimelineEvent>
+        let segments: Int
+        let condition = MonotonicCondition()
+        let slots = (0..<TimelineWriter.slots).map { _ in Slot() }
+        // Under `condition`'s lock:
+        var next = 0  // the next segment a helper takes
+        var written = 0  // segments handed to the sink; a slot is free once its last one is
+        var running = 0  // helpers not yet finished
+        var stopped = false  // the sink failed: helpers stop
+
+        init(_ events: UnsafeBufferPointer<TimelineEvent>) {
+            self.events = events
+            segments = (events.count + TimelineWriter.segment - 1) / TimelineWriter.segment
+        }
+
+        func run(_ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void) throws(LifelineError) {
+            running = TimelineWriter.helpers
+            for _ in 0..<TimelineWriter.helpers { Thread { [self] in help() }.start() }
+            defer {
+                condition.withLock {
+                    while running > 0 { condition.wait(until: nil) }
+                }
+            }
+            for k in 0..<segments {
+                let slot = slots[k % slots.count]
+                condition.withLock {
+                    while slot.formatted != k { condition.wait(until: nil) }
+                }
+                do {
+                    try slot.text.withBytes(sink)
+                } catch {
+                    condition.withLock {
+                        stopped = true
+                        condition.broadcast()
+                    }
+                    throw error
+                }
+                condition.withLock {
+                    written = k + 1
+                    condition.broadcast()
+                }
+            }
+        }
+
+        /// A helper's loop: take the next segment, wait for its slot to be free, format it.
+        private func help() {
+            condition.lock()
+            defer {
+                running -= 1
+                condition.broadcast()
+                condition.unlock()
+            }
+            while !stopped && next < segments {
+                let k = next
+                next += 1
+                while !stopped && k - slots.count >= written { condition.wait(until: nil) }
+                if stopped { return }
+                let slot = slots[k % slots.count]
+                condition.unlock()
+                slot.text.removeAll()
+                let start = k * TimelineWriter.segment
+                TimelineWriter.format(events, start..<min(events.count, start + TimelineWriter.segment), into: &slot.text)
+                condition.lock()
+                slot.formatted = k
+                condition.broadcast()
+            }
+        }
+    }
+}
