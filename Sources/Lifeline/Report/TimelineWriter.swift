@@ -6,8 +6,8 @@ import Foundation
 /// one after the other, and at most `slots` segments are held at once, so the report is never
 /// held whole.
 ///
-/// Threading: the caller's thread reads `events` and calls `sink`; the helpers only read `events`,
-/// which the caller keeps unchanged (it holds the recorder's lock) until this returns.
+/// Threading: the caller's thread calls `sink`; it and the helpers read `events`, which the caller
+/// keeps unchanged (it holds the recorder's lock) until this returns, after the helpers are done.
 enum TimelineWriter {
     /// Events a segment holds: about 1.5 MB of text.
     static let segment = 16_384
@@ -18,7 +18,7 @@ enum TimelineWriter {
     /// its own line) through `text`, handing `sink` what is written a megabyte or more at a time.
     /// `text` holds what is not yet handed on, before and after.
     static func write(
-        _ events: UnsafeBufferPointer<TimelineEvent>, through text: inout JSONText,
+        _ events: UnsafeBufferPointer<TimelineEvent>, through text: inout JSONText, helpers: Int = helpers,
         _ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void
     ) throws(LifelineError) {
         guard events.count > 2 * segment else {
@@ -33,7 +33,7 @@ enum TimelineWriter {
         }
         try text.withBytes(sink)
         text.removeAll()
-        try Pipeline(events).run(sink)
+        try Pipeline(events).run(helpers: helpers, sink)
     }
 
     /// Appends `events[range]` as timeline entries.
@@ -67,9 +67,8 @@ enum TimelineWriter {
             segments = (events.count + TimelineWriter.segment - 1) / TimelineWriter.segment
         }
 
-        func run(_ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void) throws(LifelineError) {
-            running = TimelineWriter.helpers
-            for _ in 0..<TimelineWriter.helpers { Thread { [self] in help() }.start() }
+        func run(helpers: Int, _ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void) throws(LifelineError) {
+            running = start(helpers: helpers)
             defer {
                 condition.withLock {
                     while running > 0 { condition.wait(until: nil) }
@@ -77,9 +76,18 @@ enum TimelineWriter {
             }
             for k in 0..<segments {
                 let slot = slots[k % slots.count]
-                condition.withLock {
-                    while slot.formatted != k { condition.wait(until: nil) }
+                condition.lock()
+                if next == k {
+                    // No helper has taken it (they lag, or none could start): format it here. Its
+                    // slot is free, since every segment before it is written.
+                    next += 1
+                    condition.unlock()
+                    format(k, into: slot)
+                    condition.lock()
+                    slot.formatted = k
                 }
+                while slot.formatted != k { condition.wait(until: nil) }
+                condition.unlock()
                 do {
                     try slot.text.withBytes(sink)
                 } catch {
@@ -96,8 +104,36 @@ enum TimelineWriter {
             }
         }
 
+        /// Starts up to `count` helper threads; how many started. A thread that cannot be made
+        /// (the process is at its limit) is no failure: the caller formats what no helper takes.
+        private func start(helpers count: Int) -> Int {
+            var started = 0
+            for _ in 0..<count {
+                let context = Unmanaged.passRetained(self).toOpaque()
+                var thread = pthread_t()
+                let made = pthread_create(&thread, nil, { context in
+                    let pipeline = Unmanaged<Pipeline>.fromOpaque(context!).takeRetainedValue()
+                    pipeline.help()
+                    return nil
+                }, context)
+                if made == 0 {
+                    pthread_detach(thread)
+                    started += 1
+                } else {
+                    Unmanaged<Pipeline>.fromOpaque(context).release()
+                }
+            }
+            return started
+        }
+
+        private func format(_ k: Int, into slot: Slot) {
+            slot.text.removeAll()
+            let start = k * TimelineWriter.segment
+            TimelineWriter.format(events, start..<min(events.count, start + TimelineWriter.segment), into: &slot.text)
+        }
+
         /// A helper's loop: take the next segment, wait for its slot to be free, format it.
-        private func help() {
+        fileprivate func help() {
             condition.lock()
             defer {
                 running -= 1
@@ -111,9 +147,7 @@ enum TimelineWriter {
                 if stopped { return }
                 let slot = slots[k % slots.count]
                 condition.unlock()
-                slot.text.removeAll()
-                let start = k * TimelineWriter.segment
-                TimelineWriter.format(events, start..<min(events.count, start + TimelineWriter.segment), into: &slot.text)
+                format(k, into: slot)
                 condition.lock()
                 slot.formatted = k
                 condition.broadcast()

@@ -186,3 +186,22 @@ private func longTimeline(events: Int) -> Recorder {
     // The recorder is free again: the helpers are gone and its lock released.
     #expect(recorder.timeline.count == 10 * TimelineWriter.segment)
 }
+
+@Test(arguments: [0, 1, 2, 5])
+func timeline_inSegments_isTheSameWithAnyNumberOfHelpers(helpers: Int) throws {
+    // With none (no thread could be made), the caller formats every segment itself.
+    let recorder = longTimeline(events: 5 * TimelineWriter.segment + 3)
+    let events = recorder.timeline
+    func text(helpers: Int) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        var text = JSONText()
+        try events.withUnsafeBufferPointer { events throws(LifelineError) in
+            try TimelineWriter.write(events, through: &text, helpers: helpers) { bytes += $0 }
+        }
+        text.withBytes { bytes += $0 }
+        return bytes
+    }
+    var expected = JSONText()
+    events.withUnsafeBufferPointer { TimelineWriter.format($0, $0.indices, into: &expected) }
+    #expect(try text(helpers: helpers) == expected.withBytes { Array($0) })
+}
