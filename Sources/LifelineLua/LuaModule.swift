@@ -95,8 +95,7 @@ enum LuaModule {
     /// A reference to the function at `idx` for the host to keep, counted against the plugin's cap;
     /// nil when it does not fit (the caller returns LIFELINE_NOMEM).
     static func ref(_ L: OpaquePointer, _ plugin: LuaPlugin, _ idx: Int32) -> LuaRef? {
-        guard let charge = HostCharge(plugin, bytes: LuaPlugin.recordBytes) else { return nil }
-        return LuaRef(plugin: plugin, ref: lifeline_ref_function(L, idx), charge: charge)
+        LuaRef(L, plugin, function: idx)
     }
 
     // MARK: - Functions

@@ -258,16 +258,20 @@ public final class LuaPlugin: PluginInstance {
 final class LuaRef {
     private weak var plugin: LuaPlugin?
     let ref: Int32
-    private let charge: HostCharge
 
-    init(plugin: LuaPlugin, ref: Int32, charge: HostCharge) {
+    /// A reference to the function at `idx` of `L`, with the record the host keeps for it counted
+    /// against the plugin's cap until this is freed (as `HostCharge` counts, in the same object:
+    /// a timer's function is one allocation, not two). Nil when the record does not fit.
+    init?(_ L: OpaquePointer, _ plugin: LuaPlugin, function idx: Int32) {
+        guard plugin.charge(LuaPlugin.recordBytes) else { return nil }
         self.plugin = plugin
-        self.ref = ref
-        self.charge = charge
+        ref = lifeline_ref_function(L, idx)
     }
 
     deinit {
-        if let L = plugin?.state { lifeline_unref(L, ref) }
+        guard let plugin else { return }
+        if let L = plugin.state { lifeline_unref(L, ref) }
+        plugin.uncharge(LuaPlugin.recordBytes)
     }
 }
 
