@@ -69,10 +69,15 @@ public struct TaskRegistry: Sendable {
 
     /// T6: ends a task, or says it is unknown.
     public mutating func end(id: Int) -> EndDecision {
-        guard let index = slot(of: id), let task = slots[index].task else { return .unknown }
-        slots[index].task = nil
+        guard let index = slot(of: id), let task = slots[index].task.take() else { return .unknown }
         activeCount -= 1
-        if slots.count > 2 * activeCount + 16 { slots.removeAll { $0.task == nil } }
+        if index == slots.count - 1 {
+            // The newest ended (tasks often end as they began, or nested): it and the holes
+            // before it go now, so such a run of tasks never waits for a compaction.
+            repeat { slots.removeLast() } while slots.last.map { $0.task == nil } ?? false
+        } else if slots.count > 2 * activeCount + 16 {
+            slots.removeAll { $0.task == nil }
+        }
         return .ended(task, expired: task.expiring)
     }
 

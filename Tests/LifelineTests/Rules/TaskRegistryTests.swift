@@ -223,3 +223,40 @@ func registry_beyondTaskLimit_limitExceeded(_ limit: Int) {
     #expect(r.expire().map(\.id) == left)
     #expect(r.anyExpiring)
 }
+
+@Test(arguments: [1, 2, 3, 4])
+func registry_beginsAndEndsInterleaved_matchAPlainList(seed: UInt64) {
+    // Ending the newest drops it and the holes before it at once; ending another leaves a hole
+    // until a compaction. Whatever the mix, the registry must agree with a plain list.
+    var state = seed
+    func next(_ n: Int) -> Int {
+        state = state &+ 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int((z ^ (z >> 31)) % UInt64(n))
+    }
+    var r = TaskRegistry(taskLimit: 1000)
+    var model: [Int] = []
+    var ended: [Int] = []
+    for _ in 0..<5000 {
+        switch next(10) {
+        case 0..<4:
+            model.append(began(r.begin(plugin: "p", name: nil)))
+        case 4..<6 where !model.isEmpty:
+            let id = model.removeLast()  // the newest
+            #expect(r.end(id: id) != .unknown)
+            ended.append(id)
+        case 6..<9 where !model.isEmpty:
+            let id = model.remove(at: next(model.count))
+            #expect(r.end(id: id) != .unknown)
+            ended.append(id)
+        default:
+            if let id = ended.last { #expect(r.end(id: id) == .unknown, "ended twice") }
+        }
+        #expect(r.activeCount == model.count)
+    }
+    #expect(r.active.map(\.id) == model)
+    #expect(model.allSatisfy { r.isActive($0) })
+    #expect(ended.allSatisfy { !r.isActive($0) })
+}
