@@ -221,7 +221,12 @@ static int lifeline_open_module_thunk(lua_State *L) {
     const LifelineHooks *hooks = (const LifelineHooks *)lua_touserdata(L, 2);
     lua_settop(L, 0);
     lifeline_open_objects(L, functions);
-    lua_newtable(L);                          // stack: lifeline
+    // Sized for its fields up front: grown one insert at a time, the table would be rehashed at
+    // every power of two, a good part of what a plugin's state costs to make.
+    int fields = 0;
+    for (const LifelineReg *r = functions; r->name; r++) fields += strpbrk(r->name, ":.") == NULL;
+    for (const luaL_Reg *part = lifeline_parts; part->name; part++) fields += strchr(part->name, '.') == NULL;
+    lua_createtable(L, 0, fields + 8);        // stack: lifeline (8: the tables of dotted names)
     for (const LifelineReg *r = functions; r->name; r++) {
         if (strchr(r->name, ':') != NULL) continue;  // a method: see lifeline_open_objects
         lifeline_pushbridged(L, r->fn);       // stack: lifeline, fn
