@@ -136,7 +136,8 @@ public final class Recorder: Sendable {
                 text.raw("[]")
             } else {
                 text.raw("[")
-                // Through a pointer: the events are written where they lie, not copied out.
+                // Through a pointer, which the helper threads can share; an array cannot be
+                // handed to them without a copy of every event.
                 try s.timeline.withUnsafeBufferPointer { events throws(LifelineError) in
                     try TimelineWriter.write(events, through: &text, sink)
                 }

@@ -93,7 +93,7 @@ public struct TimelineEvent: Equatable, Sendable {
 
     /// Writes the event as the pretty report writes `json` at its depth in the timeline. Task and
     /// operation events, the most numerous, are written from their inline fields with no `json`
-    /// made. Inlined into the report's loop, so the event is read where it lies, not copied.
+    /// made. Inlined into the report's loop, which runs once per event.
     @inline(__always) func write(into text: inout JSONText) {
         switch storage {
         case .fields(let fields):
