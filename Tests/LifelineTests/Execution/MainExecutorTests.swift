@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Lifeline
@@ -232,4 +233,29 @@ private final class Fixture {
     f.run()
     #expect(f.log == stride(from: 0, to: 3000, by: 2).map { "\($0)@0" })
     #expect(!f.executor.hasPendingJobs)
+}
+
+// The live clock polls its inbox for a moment before it sleeps. Work posted during the poll, and
+// work posted once it sleeps, must both be handed over, each exactly once and in order.
+@Test func monotonicClock_workPostedBeforeOrAfterTheWaitSleeps_isHandedOverOnceInOrder() {
+    let clock = MonotonicClock()
+    let counter = Locked(0)
+    for delay: UInt32 in [0, 20, 5_000] {  // µs: during the poll, and well after it
+        let thread = Thread {
+            usleep(delay)
+            for _ in 0..<3 { clock.post { counter.withLock { $0 += 1 } } }
+        }
+        thread.start()
+        var got = 0
+        while got < 3 {
+            guard let work = clock.wait(until: nil) else { break }
+            for w in work { w() }
+            got += work.count
+        }
+        #expect(got == 3, "after \(delay) µs")
+    }
+    #expect(counter.withLock { $0 } == 9)
+    // A deadline sooner than the poll still ends the wait with nothing.
+    let deadline = clock.now.adding(seconds: 0.00001)
+    #expect(clock.wait(until: deadline)?.isEmpty == true)
 }
