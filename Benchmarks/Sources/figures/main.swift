@@ -95,6 +95,13 @@ let profiles: [String: () -> Void] = [
             print("\(ns) ns/event, \(bytes) bytes")
         }
     },
+    // The C loop of dispatch.lua's baseline at scale.plugins' sizes: what the cache costs bare.
+    "scale.c": {
+        for count in scaleCounts {
+            let ns = interleaved(rounds: 5, [{ bareDispatch(states: count, rounds: max(1, 100_000 / count)) }])[0]
+            print("\(count) lua_States: \(ns) ns/handler")
+        }
+    },
     "http.loopback": {
         let server = LoopbackServer { OKHandler() }
         _ = lifelineRequests(port: server.port, count: 2_000)
