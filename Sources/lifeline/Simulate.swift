@@ -118,16 +118,21 @@ private struct Outputs: Sendable {
     let renderData: String?
 
     func write(_ recorder: Recorder) throws(LifelineError) -> Int32 {
-        let results = Expectation.check(scenario.expectations, report: recorder.report(), fileName: scenario.fileName)
+        // The report as one JSON value is made only for what reads it (expectations, pictures):
+        // for a long run it is the whole timeline again, which `--report` streams without it.
+        let results =
+            scenario.expectations.isEmpty
+            ? [] : Expectation.check(scenario.expectations, report: recorder.report(), fileName: scenario.fileName)
         if !results.isEmpty { recorder.setExpectations(Expectation.reportEntries(results)) }
         for result in results where !result.passed {
             FileHandle.standardError.write(Data((Terminal.safe(result.message, indent: "    ") + "\n").utf8))
         }
-        let report = recorder.report()
         try setup.writeReport(recorder)
-        let run = RenderedRun(title: scenario.fileName, report: report, calls: recorder.handlerCalls)
-        if let renderData { try RunOutput.write(run.json.serialized() + "\n", to: renderData) }
-        try pictures.write([run], stdoutTaken: setup.reportPath == "-")
+        if renderData != nil || pictures.any {
+            let run = RenderedRun(title: scenario.fileName, report: recorder.report(), calls: recorder.handlerCalls)
+            if let renderData { try RunOutput.write(run.json.serialized() + "\n", to: renderData) }
+            try pictures.write([run], stdoutTaken: setup.reportPath == "-")
+        }
         return Expectation.exitCode(results, withoutExpectations: recorder.exitCode)
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
-import Synchronization
 #endif
+import Synchronization
 
 /// The clock the main executor runs on: virtual in `lifeline simulate`, monotonic in `lifeline run`.
 ///

@@ -1,8 +1,8 @@
 /// The watchdog's decisions (W1–W4) as a pure value: it takes the time and who runs now, and says
 /// what to do. The `Watchdog` thread carries them out; tests drive the policy with plain numbers.
 ///
-/// Times are CLOCK_MONOTONIC nanoseconds. Who runs now is a `Watchdog.Token`: one per call into
-/// plugin code, 0 when none runs, with `Watchdog.firedBit` set once the watchdog acted on it.
+/// Times are CLOCK_MONOTONIC nanoseconds. Who runs now is the watchdog's token: one per call
+/// into plugin code, 0 when none runs, with `Watchdog.firedBit` set once the watchdog acted on it.
 public struct WatchdogPolicy: Sendable {
     /// What the watchdog's thread must do next.
     public enum Action: Equatable, Sendable {
