@@ -43,8 +43,7 @@ final class TaskRuntime {
             session.plugins[context.index].instance.preemptor?.preempt()
             return 0
         case .began(let id, let expireNow):
-            session.recorder.record(
-                .task(time: session.now, event: "taskBegan", plugin: context.pluginName, task: id, name: name))
+            session.recorder.recordTask(.taskBegan, time: session.now, plugin: context.pluginName, task: id, name: name)
             if let expirationHandler { expirationHandlers[id] = (context.index, expirationHandler) }
             if expireNow {
                 // T3: never from inside beginBackgroundTask, so the caller already holds the id.
@@ -62,7 +61,7 @@ final class TaskRuntime {
         let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
             + "or it may have already been ended."
         session.logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
-        session.recorder.record(.task(time: session.now, event: "endUnknownTask", plugin: context.pluginName, task: id))
+        session.recorder.recordTask(.endUnknownTask, time: session.now, plugin: context.pluginName, task: id)
         return false
     }
 
@@ -71,8 +70,8 @@ final class TaskRuntime {
     func end(_ id: Int) -> Bool {
         guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
         if !expirationHandlers.isEmpty { expirationHandlers[id] = nil }
-        session.recorder.record(
-            .task(time: session.now, event: "taskEnded", plugin: task.plugin, task: id, name: task.name, expired: expired))
+        session.recorder.recordTask(
+            .taskEnded, time: session.now, plugin: task.plugin, task: id, name: task.name, expired: expired)
         return true
     }
 
@@ -144,8 +143,8 @@ final class TaskRuntime {
     }
 
     private func signalExpiration(_ task: TaskRegistry.Task) {
-        session.recorder.record(
-            .task(time: session.now, event: "taskExpiring", plugin: task.plugin, task: task.id, name: task.name))
+        session.recorder.recordTask(
+            .taskExpiring, time: session.now, plugin: task.plugin, task: task.id, name: task.name)
         guard let handler = expirationHandlers[task.id] else { return }
         let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expiration handler")
         caller.call(handler.plugin, in: window, handler.callback)

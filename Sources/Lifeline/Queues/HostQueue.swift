@@ -86,7 +86,7 @@ package final class HostQueue {
                 pending[i] = op
                 old.markStopped(.cancelled)
                 old.markFinished()
-                session.recorder.record(event("opFinished", old, finished: true))
+                record(.opFinished, old)
                 ensureTask(op.context)
                 schedulePump()
                 return .added
@@ -207,7 +207,7 @@ package final class HostQueue {
 
     private func conclude(_ op: QueueOperation) {
         op.markFinished()
-        session.recorder.record(event("opFinished", op, finished: true))
+        record(.opFinished, op)
     }
 
     /// The queue's task expired (T3): stop starting, stop what runs; the task ends once it stopped.
@@ -336,7 +336,7 @@ package final class HostQueue {
         op.markRunning()
         running.append(op)
         ensureTask(op.context)
-        session.recorder.record(event("opStarted", op))
+        record(.opStarted, op)
         let startedAt = session.now
         op.body?.start(op)
         // Only an operation still running needs its timeout: most synchronous ones are done.
@@ -373,10 +373,10 @@ package final class HostQueue {
     }
 
     /// `opStarted`, or `opFinished` with how it finished.
-    private func event(_ name: String, _ op: QueueOperation, finished: Bool = false) -> TimelineEvent {
-        .operation(
-            time: session.now, event: name, plugin: op.context.pluginName, queue: self.name, op: op.id, name: op.name,
-            finished: finished
+    private func record(_ event: Recorder.OperationEvent, _ op: QueueOperation) {
+        session.recorder.recordOperation(
+            event, time: session.now, plugin: op.context.pluginName, queue: name, op: op.id, name: op.name,
+            finished: event == .opFinished
                 ? TimelineEvent.OperationEnding(
                     timedOut: op.stopReason == .timedOut, cancelled: op.stopReason == .cancelled,
                     expired: op.stopReason == .expired, failed: op.failed)

@@ -183,6 +183,9 @@ struct JSONText: ~Copyable {
         }
     }
 
+    /// `utf8`, which is valid UTF-8, quoted and escaped as `string` does.
+    mutating func string(bytes utf8: UnsafeBufferPointer<UInt8>) { quoted(utf8) }
+
     /// The common case first: the bytes checked eight at a time for one that needs an escape, then
     /// copied whole; only a string that has one is written byte by byte.
     @inline(__always) private mutating func quoted(_ utf8: UnsafeBufferPointer<UInt8>) {

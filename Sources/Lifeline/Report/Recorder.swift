@@ -7,7 +7,7 @@ import Synchronization
 /// overruns (W3), hence the lock.
 public final class Recorder: Sendable {
     private struct State {
-        var timeline: [TimelineEvent] = []
+        let timeline = TimelineStore()
         var plugins: [(String, String, String)] = []
         var termination: Termination?
         var pluginErrors = 0
@@ -15,7 +15,7 @@ public final class Recorder: Sendable {
         var calls: [HandlerCall] = []
     }
 
-    private let state = Locked(State())
+    private let state = SpinLocked(State())
     /// Mirrors `termination != nil`, so the host's check after every call takes no lock.
     private let terminated = Atomic<Bool>(false)
     private let observer: (@Sendable (TimelineEvent) -> Void)?
@@ -63,13 +63,68 @@ public final class Recorder: Sendable {
 
     /// Records one of `ReportEvents` (with LIFELINE_CHECK_EVENTS, anything else traps).
     public func record(_ event: consuming TimelineEvent) {
-        if Self.checksEvents {
-            precondition(ReportEvents.admits(event), "not in ReportEvents: \(event.json.serialized())")
-        }
+        check(event)
         observer?(event)
         guard keepsTimeline else { return }
-        // Moved into the timeline, not copied: a task event holds several strings.
+        // Moved into the timeline, not copied: an event can hold several strings.
         state.withLock(moving: event) { $0.timeline.append($1) }
+    }
+
+    private func check(_ event: @autoclosure () -> TimelineEvent) {
+        if Self.checksEvents {
+            let event = event()
+            precondition(ReportEvents.admits(event), "not in ReportEvents: \(event.json.serialized())")
+        }
+    }
+
+    /// Records `.task(time:event:plugin:task:name:expired:)` with no value made for it, unless
+    /// something reads each event as it comes.
+    public func recordTask(
+        _ event: TaskEvent, time: HostTime, plugin: String, task: Int, name: String? = nil, expired: Bool? = nil
+    ) {
+        func value() -> TimelineEvent {
+            .task(time: time, event: event.rawValue, plugin: plugin, task: task, name: name, expired: expired)
+        }
+        check(value())
+        observer?(value())
+        guard keepsTimeline else { return }
+        state.withLock { $0.timeline.appendTask(event.kind, time: time, plugin: plugin, task: task, name: name, expired: expired) }
+    }
+
+    /// Records a queue operation's event, as `recordTask` records the tasks'.
+    public func recordOperation(
+        _ event: OperationEvent, time: HostTime, plugin: String, queue: String, op: Int, name: String?,
+        finished: TimelineEvent.OperationEnding? = nil
+    ) {
+        func value() -> TimelineEvent {
+            .operation(time: time, event: event.rawValue, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
+        }
+        check(value())
+        observer?(value())
+        guard keepsTimeline else { return }
+        state.withLock {
+            $0.timeline.appendOperation(
+                event.kind, time: time, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
+        }
+    }
+
+    public enum TaskEvent: String, Sendable {
+        case taskBegan, taskEnded, taskExpiring, endUnknownTask
+
+        var kind: TimelineStore.Kind {
+            switch self {
+            case .taskBegan: return .taskBegan
+            case .taskEnded: return .taskEnded
+            case .taskExpiring: return .taskExpiring
+            case .endUnknownTask: return .endUnknownTask
+            }
+        }
+    }
+
+    public enum OperationEvent: String, Sendable {
+        case opStarted, opFinished
+
+        var kind: TimelineStore.Kind { self == .opStarted ? .opStarted : .opFinished }
     }
 
     /// Notes a plugin in the report's `plugins` list.
@@ -92,7 +147,7 @@ public final class Recorder: Sendable {
     public var isTerminated: Bool { terminated.load(ordering: .acquiring) }
     public func notePluginError() { state.withLock { $0.pluginErrors += 1 } }
 
-    public var timeline: [TimelineEvent] { state.withLock { $0.timeline } }
+    public var timeline: [TimelineEvent] { state.withLock { $0.timeline.events } }
 
     /// Notes a call into plugin code with its real duration, for the pictures (never the report).
     public func recordCall(_ call: HandlerCall) { state.withLock { $0.calls.append(call) } }
@@ -110,7 +165,7 @@ public final class Recorder: Sendable {
     public func report(with extra: Termination? = nil) -> JSONValue {
         state.withLock { s in
             var object = head(s, termination: s.termination ?? extra)
-            object.append(("timeline", .array(s.timeline.map(\.json))))
+            object.append(("timeline", .array(s.timeline.events.map(\.json))))
             if let e = s.expectations { object.append(("expectations", e)) }
             return .object(object)
         }
@@ -132,15 +187,13 @@ public final class Recorder: Sendable {
             text.raw(",")
             text.newline(indent: 1)
             text.key("timeline", pretty: true)
-            if s.timeline.isEmpty {
+            if s.timeline.count == 0 {
                 text.raw("[]")
             } else {
                 text.raw("[")
-                // Through a pointer, which the helper threads can share; an array cannot be
-                // handed to them without a copy of every event.
-                try s.timeline.withUnsafeBufferPointer { events throws(LifelineError) in
-                    try TimelineWriter.write(events, through: &text, sink)
-                }
+                // The store's buffers, which the helper threads can share: they do not change
+                // while the lock is held.
+                try TimelineWriter.write(s.timeline.entries, through: &text, sink)
                 text.newline(indent: 1)
                 text.raw("]")
             }

@@ -10,11 +10,11 @@ public struct TimelineEvent: Equatable, Sendable {
     public var time: HostTime
     /// The event's name: a lifecycle notification, `taskBegan`, `suspended`, …
     public var event: String
-    private var storage: Storage
+    var storage: Storage
 
     /// The fields as the report writes them. The task events, which a plugin can make hundreds of
     /// thousands of, keep theirs inline: no array is made until the report or a reader asks.
-    private enum Storage: Sendable {
+    enum Storage: Sendable {
         case fields([(String, JSONValue)])
         /// plugin, task, then `name` and `expired` when given.
         case task(plugin: String, task: Int, name: String?, expired: Bool?)

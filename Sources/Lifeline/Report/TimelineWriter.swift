@@ -17,13 +17,13 @@ enum TimelineWriter {
     /// Writes `events` as the timeline's entries (each but the first of all after a comma, each on
     /// its own line) through `text`, handing `sink` what is written a megabyte or more at a time.
     /// `text` holds what is not yet handed on, before and after.
-    static func write(
-        _ events: UnsafeBufferPointer<TimelineEvent>, through text: inout JSONText, helpers: Int = helpers,
+    static func write<Entries: TimelineEntries>(
+        _ events: Entries, through text: inout JSONText, helpers: Int = helpers,
         _ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void
     ) throws(LifelineError) {
         guard events.count > 2 * segment else {
-            for i in events.indices {
-                format(events, i..<i + 1, into: &text)
+            for start in stride(from: 0, to: events.count, by: segment) {
+                events.format(start..<min(events.count, start + segment), into: &text)
                 if text.count >= 1 << 20 {
                     try text.withBytes(sink)
                     text.removeAll()
@@ -33,16 +33,15 @@ enum TimelineWriter {
         }
         try text.withBytes(sink)
         text.removeAll()
-        try Pipeline(events).run(helpers: helpers, sink)
+        // The pipeline is not generic: its threads start from a C function, which cannot name a
+        // generic type. It formats through this closure, a segment per call.
+        try Pipeline(count: events.count) { range, text in format(events, range, into: &text) }
+            .run(helpers: helpers, sink)
     }
 
-    /// Appends `events[range]` as timeline entries.
-    static func format(_ events: UnsafeBufferPointer<TimelineEvent>, _ range: Range<Int>, into text: inout JSONText) {
-        for i in range {
-            if i > 0 { text.raw(",") }
-            text.newline(indent: 2)
-            events[i].write(into: &text)
-        }
+    /// Appends `events[range]` as timeline entries; `range` starts a segment.
+    static func format<Entries: TimelineEntries>(_ events: Entries, _ range: Range<Int>, into text: inout JSONText) {
+        events.format(range, into: &text)
     }
 
     /// A segment's text, and which segment it holds once formatted (-1: none yet).
@@ -52,7 +51,8 @@ enum TimelineWriter {
     }
 
     private final class Pipeline: @unchecked Sendable {
-        let events: UnsafeBufferPointer<TimelineEvent>
+        let count: Int
+        let formatRange: (Range<Int>, inout JSONText) -> Void
         let segments: Int
         let condition = MonotonicCondition()
         let slots = (0..<TimelineWriter.slots).map { _ in Slot() }
@@ -62,9 +62,10 @@ enum TimelineWriter {
         var running = 0  // helpers not yet finished
         var stopped = false  // the sink failed: helpers stop
 
-        init(_ events: UnsafeBufferPointer<TimelineEvent>) {
-            self.events = events
-            segments = (events.count + TimelineWriter.segment - 1) / TimelineWriter.segment
+        init(count: Int, format: @escaping (Range<Int>, inout JSONText) -> Void) {
+            self.count = count
+            formatRange = format
+            segments = (count + TimelineWriter.segment - 1) / TimelineWriter.segment
         }
 
         func run(helpers: Int, _ sink: (UnsafeRawBufferPointer) throws(LifelineError) -> Void) throws(LifelineError) {
@@ -129,7 +130,7 @@ enum TimelineWriter {
         private func format(_ k: Int, into slot: Slot) {
             slot.text.removeAll()
             let start = k * TimelineWriter.segment
-            TimelineWriter.format(events, start..<min(events.count, start + TimelineWriter.segment), into: &slot.text)
+            formatRange(start..<min(count, start + TimelineWriter.segment), &slot.text)
         }
 
         /// A helper's loop: take the next segment, wait for its slot to be free, format it.
@@ -152,6 +153,27 @@ enum TimelineWriter {
                 slot.formatted = k
                 condition.broadcast()
             }
+        }
+    }
+}
+
+/// A timeline the writer can read a segment at a time, from several threads while it does not
+/// change.
+protocol TimelineEntries {
+    var count: Int { get }
+    /// Appends `range`'s entries, which starts at a multiple of `TimelineWriter.segment`: each on
+    /// its own line, and after a comma but the very first.
+    func format(_ range: Range<Int>, into text: inout JSONText)
+}
+
+extension TimelineStore.Entries: TimelineEntries {}
+
+extension UnsafeBufferPointer: TimelineEntries where Element == TimelineEvent {
+    func format(_ range: Range<Int>, into text: inout JSONText) {
+        for i in range {
+            if i > 0 { text.raw(",") }
+            text.newline(indent: 2)
+            self[i].write(into: &text)
         }
     }
 }
