@@ -82,7 +82,7 @@ final class LuaBackgroundWork {
     private var interruptionPending = false
 
     /// The handler name the watchdog and errors use; made once, at the first slice.
-    private(set) lazy var handlerName: String = name.map { "\(kindName) '\($0)'" } ?? label
+    var handlerName: HandlerName { name.map { .named(kindName, $0) } ?? .numbered(kindName, number) }
     private var kindName: String { taskID == nil ? "operation" : "background task" }
 
     /// - Parameters: `thread` holds `fn` and its arguments (`arguments` of them, the task handle
@@ -153,7 +153,7 @@ final class LuaBackgroundWork {
                 // A bare coroutine.yield() reached the host: there is nothing to resume it for.
                 let message = "\(handlerName) yielded outside a waiting call: use lifeline.sleep, "
                     + "lifeline.http.request or task:wait to wait"
-                context.reportError(message: message, traceback: "", handler: handlerName)
+                context.reportError(message: message, traceback: "", handler: handlerName.description)
                 return close(then: .failed, message: message)
             }
             return .returned
@@ -182,7 +182,7 @@ final class LuaBackgroundWork {
         case .preempted:
             return outcome  // the host terminates the app: no more of the plugin's code runs
         case .raised(let message, let traceback):
-            context.reportError(message: message, traceback: traceback, handler: handlerName)
+            context.reportError(message: message, traceback: traceback, handler: handlerName.description)
             return closeThread(L, then: .failed, message: message)
         }
     }
@@ -331,7 +331,7 @@ final class LuaBackgroundWork {
             let result = plugin.outcome(status, L)
             if case .preempted = result { return result }
             if case .raised(let text, let traceback) = result {
-                context.reportError(message: text, traceback: traceback, handler: handlerName)
+                context.reportError(message: text, traceback: traceback, handler: handlerName.description)
             }
         }
         finish(outcome, message: message)

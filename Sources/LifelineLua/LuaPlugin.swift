@@ -24,6 +24,16 @@ public final class LuaPlugin: PluginInstance {
     var openTransaction: PluginStore?
     /// plugin.toml's [config], which Lua reads as `lifeline.config`.
     let config: TOMLTable
+    /// Whether this plugin is still there, for what the host keeps of it and may hold after it is
+    /// gone: its functions' references, its charges, its finished operations. They hold this, not
+    /// a weak reference to the plugin: a weak reference gives the plugin a side table, and then
+    /// every retain of it takes the slow path through that table, in every call of the `lifeline`
+    /// module.
+    final class Link {
+        fileprivate(set) unowned(unsafe) var plugin: LuaPlugin?
+    }
+
+    let link = Link()
     /// `lifeline.background` works that have not finished, by task id and by coroutine.
     private var works: [Int: LuaBackgroundWork] = [:]
     private var worksByThread: [OpaquePointer: LuaBackgroundWork] = [:]
@@ -44,6 +54,7 @@ public final class LuaPlugin: PluginInstance {
         self.control = control
         self.lua = LuaPreemptor(control: control)
         lifeline_control_set_owner(control, Unmanaged.passUnretained(self).toOpaque())
+        link.plugin = self
         let L = lifeline_control_state(control)!
         if lifeline_open_sandbox(L, directory) != LUA_OK || LuaModule.open(L) != LUA_OK {
             let message = LuaPlugin.popMessage(L)
@@ -52,7 +63,10 @@ public final class LuaPlugin: PluginInstance {
         }
     }
 
-    deinit { close() }
+    deinit {
+        link.plugin = nil
+        close()
+    }
 
     public var preemptor: (any Preemptible)? { lua }
 
@@ -256,7 +270,7 @@ public final class LuaPlugin: PluginInstance {
 /// keeps beside it (a timer, a subscription, an operation) is counted against the plugin's cap
 /// for as long as it lives.
 final class LuaRef {
-    private weak var plugin: LuaPlugin?
+    private let link: LuaPlugin.Link
     let ref: Int32
 
     /// A reference to the function at `idx` of `L`, with the record the host keeps for it counted
@@ -264,12 +278,12 @@ final class LuaRef {
     /// a timer's function is one allocation, not two). Nil when the record does not fit.
     init?(_ L: OpaquePointer, _ plugin: LuaPlugin, function idx: Int32) {
         guard plugin.charge(LuaPlugin.recordBytes) else { return nil }
-        self.plugin = plugin
+        link = plugin.link
         ref = lifeline_ref_function(L, idx)
     }
 
     deinit {
-        guard let plugin else { return }
+        guard let plugin = link.plugin else { return }
         if let L = plugin.state { lifeline_unref(L, ref) }
         plugin.uncharge(LuaPlugin.recordBytes)
     }
@@ -280,17 +294,17 @@ final class LuaRef {
 /// Lua state allocates, from when this is made until it is freed. So a plugin with cap C cannot
 /// make the host hold more than C for it, whatever it asks the host to keep.
 final class HostCharge {
-    private weak var plugin: LuaPlugin?
+    private let link: LuaPlugin.Link
     private let bytes: Int
 
     /// Nil when the bytes do not fit under the cap (the caller raises Lua's memory error).
     init?(_ plugin: LuaPlugin, bytes: Int) {
         guard plugin.charge(bytes) else { return nil }
-        self.plugin = plugin
+        link = plugin.link
         self.bytes = bytes
     }
 
-    deinit { plugin?.uncharge(bytes) }
+    deinit { link.plugin?.uncharge(bytes) }
 }
 
 /// Stops a plugin's Lua code from the watchdog's thread (W2) without touching its state there

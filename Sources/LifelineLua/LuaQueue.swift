@@ -19,8 +19,9 @@ final class LuaOperation: QueueOperationBody {
         static let failed = Flags(rawValue: 16)
     }
 
-    /// Weak: a finished operation may outlive its plugin.
-    private weak var plugin: LuaPlugin?
+    /// A finished operation may outlive its plugin.
+    private let link: LuaPlugin.Link
+    private var plugin: LuaPlugin? { link.plugin }
     private let context: PluginContext
     /// `run`, until the operation starts.
     private var run: LuaRef?
@@ -30,7 +31,7 @@ final class LuaOperation: QueueOperationBody {
     weak var operation: QueueOperation?
 
     init(plugin: LuaPlugin, context: PluginContext, run: LuaRef, handleRef: Int32) {
-        self.plugin = plugin
+        link = plugin.link
         self.context = context
         self.run = run
         self.handleRef = handleRef
@@ -354,9 +355,9 @@ extension LuaModule {
         lua_pushvalue(L, list)
         let listRef = luaL_ref(L, lifeline_registryindex())
         work.waitingElsewhere()
-        last.whenFinished { [weak work, weak plugin] in
+        last.whenFinished { [weak work, link = plugin.link] in
             guard let work, work.isWaiting else {
-                if let L = plugin?.state { lifeline_unref(L, listRef) }
+                if let L = link.plugin?.state { lifeline_unref(L, listRef) }
                 return
             }
             work.deliver(

@@ -141,7 +141,7 @@ public final class PluginContext: @unchecked Sendable {
 
     /// Runs `callback` on the next turn of the main executor, under the watchdog (the bridge
     /// resumes coroutines this way). Dropped if the app has ended by then.
-    package func enqueue(handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
+    package func enqueue(handler: HandlerName, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
         guard isCurrent else { return }
         parts.caller.enqueue(self, handler: handler, limit: limit, callback)
     }

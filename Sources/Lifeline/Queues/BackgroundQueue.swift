@@ -136,7 +136,7 @@ extension PluginContext {
     }
 
     /// Runs plugin code now under a watchdog window of its own (see `GuardedCaller.callNow`).
-    package func callNow(handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
+    package func callNow(handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
         parts.caller.callNow(self, handler: handler, limit: limit, callback)
     }
 
@@ -151,12 +151,8 @@ extension QueueOperation {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in whenFinished { c.resume() } }
     }
 
-    /// The handler name the watchdog and errors use.
-    /// Built for every operation that runs: concatenation, not interpolation, costs a third.
-    public var handlerName: String {
-        if let name { return "operation '" + name + "'" }
-        return "operation " + String(id)
-    }
+    /// The handler name the watchdog and errors use; written out only when read.
+    public var handlerName: HandlerName { name.map { .named("operation", $0) } ?? .numbered("operation", id) }
 }
 
 /// Swift async code: a task on the main executor.
@@ -177,7 +173,7 @@ final class SwiftAsyncBody: QueueOperationBody {
                 if !op.isCancelled && !(error is CancellationError) {
                     failed = true
                     context.reportError(
-                        message: "\(error)", traceback: "(Swift code: no traceback)", handler: op.handlerName)
+                        message: "\(error)", traceback: "(Swift code: no traceback)", handler: op.handlerName.description)
                 }
             }
             op.codeEnded(failed: failed)

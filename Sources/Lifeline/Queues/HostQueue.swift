@@ -308,7 +308,7 @@ package final class HostQueue {
     private func notify(_ event: QueueEvent) {
         for delegate in delegates where delegate.event == event {
             guard session.isRunning else { return }
-            delegate.context.callNow(handler: "queue '\(name)' \(event.rawValue)", limit: .transition, delegate.callback)
+            delegate.context.callNow(handler: HandlerName("queue '\(name)' \(event.rawValue)"), limit: .transition, delegate.callback)
         }
     }
 
@@ -355,7 +355,7 @@ package final class HostQueue {
         // Marked first, so the operation counts as timed out even if onTimeout finishes it.
         op.markStopped(.timedOut)
         if let onTimeout = op.onTimeout {
-            op.context.callNow(handler: "operation \(op.id) onTimeout", limit: .transition, onTimeout)
+            op.context.callNow(handler: HandlerName("operation \(op.id) onTimeout"), limit: .transition, onTimeout)
         }
         if op.state == .running { interrupt(op, .timedOut) }
     }

@@ -12,7 +12,7 @@ final class GuardedCaller {
         var id: Int
         var deadline: UInt64
         var limit: Double
-        var handler: String
+        var handler: HandlerName
         /// The host's time when it was opened (virtual in simulate): the time of its watchdog event.
         var time: HostTime
     }
@@ -56,7 +56,7 @@ final class GuardedCaller {
         let fatal = configuration.onUnpreemptibleOverrun
         let recorder = session.recorder
         self.watchdog = Watchdog(stopGrace: configuration.stopGrace, clock: configuration.watchdogClock) { target in
-            if target.handler == GuardedCaller.loadHandler {
+            if target.handler == GuardedCaller.loadHandler.description {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
                 fatal?(.loadFailed(.badInput(GuardedCaller.loadUnstoppableMessage(target))))
                 return
@@ -76,7 +76,7 @@ final class GuardedCaller {
 
     /// A window for calls that share a deadline: the watchdog learns of it when its first call
     /// enters, and its calls then cost no lock (see `Watchdog`).
-    func openWindow(limit: Double, handler: String) -> Window {
+    func openWindow(limit: Double, handler: HandlerName) -> Window {
         let scaled = limit / max(watchdogScale, 1e-9) * 1e9
         let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
         windows += 1
@@ -101,7 +101,7 @@ final class GuardedCaller {
         case .ok, .terminated:
             return
         case .raised(let message, let traceback):
-            recordPluginError(context, message: message, traceback: traceback, handler: window.handler)
+            recordPluginError(context, message: message, traceback: traceback, handler: window.handler.description)
         case .overran(let traceback):
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
             let late = Double(clock.nanoseconds() &- window.deadline) / 1e6
@@ -109,7 +109,8 @@ final class GuardedCaller {
             let plugin = context.pluginName
             session.logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
             let target = WatchdogTarget(
-                plugin: plugin, handler: window.handler, limit: window.limit, preemptor: nil, time: session.now)
+                plugin: plugin, handler: window.handler.description, limit: window.limit, preemptor: nil,
+                time: session.now)
             session.recorder.record(GuardedCaller.watchdogEvent(target))
             terminate(GuardedCaller.watchdogTermination(target, traceback: traceback))
         }
@@ -118,7 +119,7 @@ final class GuardedCaller {
     /// Calls each subscription's handler with `event`. They share one watchdog window (W1), and
     /// stop once the app has ended; a subscription cancelled by an earlier handler is skipped.
     func deliver(_ event: LifecycleEvent, to subscriptions: [SubscriptionTable.Subscription]) {
-        let window = openWindow(limit: session.profile.limit(for: event.name), handler: event.name.rawValue)
+        let window = openWindow(limit: session.profile.limit(for: event.name), handler: HandlerName(event.name.rawValue))
         for subscription in subscriptions {
             guard session.appRunning else { return }
             if subscription.cancelled { continue }
@@ -128,7 +129,7 @@ final class GuardedCaller {
 
     /// Runs plugin code now, under a watchdog window of its own. Call it from a host job, never
     /// from inside plugin code (plugin code does not call plugin code).
-    func callNow(_ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: PluginCallback) {
+    func callNow(_ context: PluginContext, handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
         guard session.isCurrent(context) else { return }
         let profile = session.profile
         let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
@@ -136,7 +137,7 @@ final class GuardedCaller {
     }
 
     /// Runs plugin code on the next turn, under a watchdog window.
-    func enqueue(_ context: PluginContext, handler: String, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
+    func enqueue(_ context: PluginContext, handler: HandlerName, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
         session.scheduleAppJob { [unowned self] in callNow(context, handler: handler, limit: limit, callback) }
     }
 
@@ -198,7 +199,7 @@ final class GuardedCaller {
         if recordsHandlerCalls {
             session.recorder.recordCall(
                 HandlerCall(
-                    time: startedAt, plugin: plugin, handler: window.handler,
+                    time: startedAt, plugin: plugin, handler: window.handler.description,
                     milliseconds: Double(Monotonic.nanoseconds() &- started) / 1e6))
         }
         return (outcome, fired)
@@ -207,7 +208,7 @@ final class GuardedCaller {
     // MARK: - What the watchdog's decisions look like in the report
 
     /// The watchdog's name for loading a plugin.
-    static let loadHandler = "load"
+    static let loadHandler: HandlerName = "load"
 
     static func loadOverrunMessage(_ plugin: String, limit: Double) -> String {
         "plugin '\(plugin)' did not finish loading within the launch limit (\(ReportNumber.seconds(limit)) s)"

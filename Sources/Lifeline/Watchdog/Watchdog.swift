@@ -83,7 +83,7 @@ public final class Watchdog: @unchecked Sendable {
     // Guarded by `waiter`'s lock.
     private var policy: WatchdogPolicy
     private var subjects: [WatchdogSubject] = []
-    private var window = (handler: "", limit: 0.0, time: HostTime.zero)
+    private var window = (handler: HandlerName(""), limit: 0.0, time: HostTime.zero)
     /// Until when the thread sleeps (`.max`: until woken), while it sleeps.
     private var sleepingUntil = UInt64.max
     private var stopping = false
@@ -135,7 +135,7 @@ public final class Watchdog: @unchecked Sendable {
 
     /// Opens a window until `deadline` (nanoseconds on the watchdog's clock: CLOCK_MONOTONIC
     /// unless another clock was given). The calls entered from now on share it, until the next.
-    public func open(deadline: UInt64, handler: String, limit: Double, time: HostTime) {
+    public func open(deadline: UInt64, handler: HandlerName, limit: Double, time: HostTime) {
         waiter.condition.withLock {
             window = (handler, limit, time)
             expired.store(false, ordering: .sequentiallyConsistent)
@@ -214,7 +214,8 @@ public final class Watchdog: @unchecked Sendable {
 
     /// Called with the lock held; releases it while `onUnpreemptible` runs.
     private func giveUp(_ subject: WatchdogSubject) {
-        let target = WatchdogTarget(subject: subject, handler: window.handler, limit: window.limit, time: window.time)
+        let target = WatchdogTarget(
+            subject: subject, handler: window.handler.description, limit: window.limit, time: window.time)
         waiter.condition.unlock()
         onUnpreemptible(target)
         waiter.condition.lock()

@@ -17,7 +17,7 @@ private final class ClockPreemptor: Preemptible {
 }
 
 /// Opens a window until `deadline` and enters a call of plugin "p" with `preemptor` in it.
-private func arm(_ dog: Watchdog, deadline: UInt64, _ preemptor: (any Preemptible)?, handler: String = "timer") {
+private func arm(_ dog: Watchdog, deadline: UInt64, _ preemptor: (any Preemptible)?, handler: HandlerName = "timer") {
     let slot = dog.register(WatchdogSubject(plugin: "p", preemptor: preemptor))
     dog.open(deadline: deadline, handler: handler, limit: 1, time: .zero)
     dog.enter(slot)
@@ -177,4 +177,12 @@ private let ms: UInt64 = 1_000_000
         clock.advance(to: 200 * ms)
         #expect(preemptor.count == 0)
     }
+}
+
+@Test func handlerName_isWrittenOutAsTheWatchdogAndErrorsName() {
+    // Kept as parts until read; the text is what the events and messages always said.
+    #expect(HandlerName.numbered("background task", 12).description == "background task 12")
+    #expect(HandlerName.named("operation", "upload 'x'").description == "operation 'upload 'x''")
+    #expect(HandlerName("didEnterBackground").description == "didEnterBackground")
+    #expect(("timer" as HandlerName) == HandlerName("timer"))
 }
