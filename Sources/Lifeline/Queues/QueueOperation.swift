@@ -50,24 +50,26 @@ public final class QueueOperation: @unchecked Sendable {
     /// The plugin that added it.
     public let context: PluginContext
     /// Plugin code called when the timeout passes, before the operation is stopped.
-    public var onTimeout: PluginCallback?
-    var body: (any QueueOperationBody)?
+    // As in `HostQueue`: every access is instantaneous (`markFinished` copies `body` and the
+    // observers out before it calls them), so the runtime's exclusivity check is skipped.
+    @exclusivity(unchecked) public var onTimeout: PluginCallback?
+    @exclusivity(unchecked) var body: (any QueueOperationBody)?
     weak var queue: HostQueue?
 
-    public private(set) var state: State = .pending
+    @exclusivity(unchecked) public private(set) var state: State = .pending
     /// Whether it was told to stop: cancelled, timed out or expired.
     public var isCancelled: Bool { stopReason != nil }
     /// Why it was told to stop, if it was.
-    public private(set) var stopReason: StopReason?
+    @exclusivity(unchecked) public private(set) var stopReason: StopReason?
     /// Whether its code raised.
-    public private(set) var failed = false
+    @exclusivity(unchecked) public private(set) var failed = false
     public var isFinished: Bool { state == .finished }
 
     /// In a sequence: the operation that must finish before this one starts.
-    var predecessor: QueueOperation?
-    var codeRunning = false
-    var timeoutJob: MainExecutor.JobID?
-    private var observers: [() -> Void] = []
+    @exclusivity(unchecked) var predecessor: QueueOperation?
+    @exclusivity(unchecked) var codeRunning = false
+    @exclusivity(unchecked) var timeoutJob: MainExecutor.JobID?
+    @exclusivity(unchecked) private var observers: [() -> Void] = []
 
     package init(
         id: Int, name: String?, timeout: Double, finishesWhenCodeEnds: Bool, context: PluginContext,
