@@ -211,7 +211,7 @@ func simulateLong(_ dir: String, scenario: Scenario) -> Int {
     if recorder.pluginErrorCount != 0 || recorder.termination != nil {
         fatalError("simulate.long: \(recorder.pluginErrorCount) errors, \(String(describing: recorder.termination))")
     }
-    return recorder.timeline.count
+    return recorder.eventCount
 }
 
 func simulateLongRow() -> Row {

@@ -149,6 +149,9 @@ public final class Recorder: Sendable {
 
     public var timeline: [TimelineEvent] { state.withLock { $0.timeline.events } }
 
+    /// How many events the timeline holds, without reading them.
+    public var eventCount: Int { state.withLock { $0.timeline.count } }
+
     /// Notes a call into plugin code with its real duration, for the pictures (never the report).
     public func recordCall(_ call: HandlerCall) { state.withLock { $0.calls.append(call) } }
 
