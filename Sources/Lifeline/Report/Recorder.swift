@@ -9,6 +9,9 @@ public final class Recorder: Sendable {
     private struct State {
         let timeline = TimelineStore()
         var plugins: [(String, String, String)] = []
+        /// Where each plugin is in `plugins`: a host loading 10,000 plugins noted each with a
+        /// search of the list, which made loading quadratic.
+        var pluginIndex: [String: Int] = [:]
         var termination: Termination?
         var pluginErrors = 0
         var expectations: JSONValue?
@@ -130,9 +133,10 @@ public final class Recorder: Sendable {
     /// Notes a plugin in the report's `plugins` list.
     public func notePlugin(name: String, kind: String, status: String) {
         state.withLock { s in
-            if let i = s.plugins.firstIndex(where: { $0.0 == name }) {
+            if let i = s.pluginIndex[name] {
                 s.plugins[i] = (name, kind, status)
             } else {
+                s.pluginIndex[name] = s.plugins.count
                 s.plugins.append((name, kind, status))
             }
         }
