@@ -3,6 +3,10 @@ import CLuaShims
 import Lifeline
 import Logging
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A Lua plugin: one lua_State, sandboxed, with the `lifeline` module (SPEC 6).
 ///
 /// Ownership: the instance owns its control block and lua_State and frees them in `close()` (or
@@ -153,25 +157,34 @@ public final class LuaPlugin: PluginInstance {
         guard let event else { return outcome(lifeline_call_ref(L, ref, nil), L) }
         // The state keeps one Lua string per event name and state, by these numbers (from 1).
         let nameSlot = Int32(event.name.ordinal + 1), stateSlot = Int32(event.state.ordinal + 1)
-        return event.name.rawValue.withCString { name in
-            event.state.rawValue.withCString { st in
-                guard let transfer = event.transfer else {
-                    var ev = LifelineEvent(
-                        name: name, time: event.time, state: st, transfer_id: nil, reason: nil, received: -1,
-                        total: -1, name_slot: nameSlot, state_slot: stateSlot)
-                    return outcome(lifeline_call_ref(L, ref, &ev), L)
-                }
-                return transfer.id.withCString { id in
-                    LuaPlugin.withOptionalCString(transfer.reason) { reason in
-                        var ev = LifelineEvent(
-                            name: name, time: event.time, state: st, transfer_id: id, reason: reason,
-                            received: transfer.received ?? -1, total: transfer.total ?? -1, name_slot: nameSlot,
-                            state_slot: stateSlot)
-                        return outcome(lifeline_call_ref(L, ref, &ev), L)
-                    }
-                }
+        let name = LuaPlugin.eventNames[event.name.ordinal], st = LuaPlugin.stateNames[event.state.ordinal]
+        guard let transfer = event.transfer else {
+            var ev = LifelineEvent(
+                name: name, time: event.time, state: st, transfer_id: nil, reason: nil, received: -1,
+                total: -1, name_slot: nameSlot, state_slot: stateSlot)
+            return outcome(lifeline_call_ref(L, ref, &ev), L)
+        }
+        return transfer.id.withCString { id in
+            LuaPlugin.withOptionalCString(transfer.reason) { reason in
+                var ev = LifelineEvent(
+                    name: name, time: event.time, state: st, transfer_id: id, reason: reason,
+                    received: transfer.received ?? -1, total: transfer.total ?? -1, name_slot: nameSlot,
+                    state_slot: stateSlot)
+                return outcome(lifeline_call_ref(L, ref, &ev), L)
             }
         }
+    }
+
+    /// Each event name and state as a C string, by ordinal, made once for the process: a handler
+    /// call hands them to C without making C strings each time. Never written after they are
+    /// made, so any thread may read them.
+    nonisolated(unsafe) private static let eventNames: [UnsafePointer<CChar>] = cStrings(LifelineEventNameTable.all)
+    nonisolated(unsafe) private static let stateNames: [UnsafePointer<CChar>] = cStrings(LifelineEventNameTable.states)
+
+    private static func cStrings(_ texts: [(Int, String)]) -> [UnsafePointer<CChar>] {
+        var table = [UnsafePointer<CChar>?](repeating: nil, count: texts.count)
+        for (ordinal, text) in texts { table[ordinal] = UnsafePointer(strdup(text)!) }
+        return table.map { $0! }
     }
 
     private static func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
@@ -318,4 +331,10 @@ final class LuaPreemptor: Preemptible, @unchecked Sendable {
 
     func preempt() { if let control { lifeline_preempt(control) } }
     func invalidate() { control = nil }
+}
+
+/// The names `LuaPlugin` passes to C, with the ordinals it indexes them by.
+private enum LifelineEventNameTable {
+    static let all = LifecycleEventName.allCases.map { ($0.ordinal, $0.rawValue) }
+    static let states = AppState.allCases.map { ($0.ordinal, $0.rawValue) }
 }

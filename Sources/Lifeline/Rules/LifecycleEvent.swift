@@ -76,7 +76,7 @@ public struct TransferEventInfo: Sendable, Equatable {
 }
 
 /// The app's state (SPEC 3).
-public enum AppState: String, Sendable, Equatable {
+public enum AppState: String, Sendable, Equatable, CaseIterable {
     case notRunning
     case inactive
     case active
