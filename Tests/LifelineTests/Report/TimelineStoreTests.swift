@@ -6,23 +6,12 @@ import Testing
 // in must come out the same, as a value and as the report's text, read from the start or from any
 // segment on.
 
-/// A generator with a seed, so a failure can be run again.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
-
 /// `count` events of every kind the log holds: names that repeat, change, are empty, need
 /// escaping, or are long; times and ids that go back, jump or stay; plugins and queues that come
 /// in runs and not.
 private func randomEvents(count: Int, seed: UInt64) -> [TimelineEvent] {
-    var random = SplitMix(state: seed)
+    // Seeded, so a failure can be run again.
+    var random = SplitMix64(seed: seed)
     let plugins = ["p", "sync", "a-plugin-with-a-longer-name", "ünïcode ✓", ""]
     let queues = ["main", "q\u{1}", "uploads"]
     let names: [String?] = [
