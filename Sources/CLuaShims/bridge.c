@@ -6,6 +6,8 @@
 #include "internal.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 // ---------------------------------------------------------------- trampoline and errors
@@ -26,8 +28,7 @@ static int lifeline_wait_k(lua_State *L, int status, lua_KContext ctx) {
     return lua_gettop(L) - (base + 1);
 }
 
-static int lifeline_trampoline(lua_State *L) {
-    lifeline_bridged fn = (lifeline_bridged)lua_touserdata(L, lua_upvalueindex(1));
+static int lifeline_bridge_call(lua_State *L, lifeline_bridged fn) {
     LifelineControl *c = lifeline_control_of(L);
     // While Swift runs, an allocation past the cap must not raise: the error would longjmp
     // through Swift frames. The few bytes a bridged call allocates are counted, and the cap
@@ -43,9 +44,62 @@ static int lifeline_trampoline(lua_State *L) {
     return n;
 }
 
+static int lifeline_trampoline(lua_State *L) {
+    return lifeline_bridge_call(L, (lifeline_bridged)lua_touserdata(L, lua_upvalueindex(1)));
+}
+
 void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
     lua_pushlightuserdata(L, (void *)fn);       // stack: ..., fn
     lua_pushcclosure(L, lifeline_trampoline, 1);  // stack: ..., closure
+}
+
+// The module's listed functions are pushed as light C functions, not closures: each position of
+// the list has a trampoline of its own, which finds the Swift function at its position. A state
+// then makes no object per function (a closure each was an eighth of what opening the module
+// cost, and more for the collector to free). The list is the process's one `LuaModule.registry`:
+// the first list seen is kept for good; another one, or a position past the slots, gets
+// closures.
+static _Atomic(const LifelineReg *) lifeline_slot_list;
+static pthread_mutex_t lifeline_slot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define LIFELINE_SLOT(b, d)                                                                  \
+    static int lifeline_slot_##b##_##d(lua_State *L) {                                        \
+        const LifelineReg *list = atomic_load_explicit(&lifeline_slot_list, memory_order_acquire); \
+        return lifeline_bridge_call(L, list[(b) * 10 + (d)].fn);                              \
+    }
+#define LIFELINE_SLOTS10(b)                                                                  \
+    LIFELINE_SLOT(b, 0) LIFELINE_SLOT(b, 1) LIFELINE_SLOT(b, 2) LIFELINE_SLOT(b, 3) LIFELINE_SLOT(b, 4) \
+    LIFELINE_SLOT(b, 5) LIFELINE_SLOT(b, 6) LIFELINE_SLOT(b, 7) LIFELINE_SLOT(b, 8) LIFELINE_SLOT(b, 9)
+#define LIFELINE_REF(b, d) lifeline_slot_##b##_##d,
+#define LIFELINE_REFS10(b)                                                                   \
+    LIFELINE_REF(b, 0) LIFELINE_REF(b, 1) LIFELINE_REF(b, 2) LIFELINE_REF(b, 3) LIFELINE_REF(b, 4) \
+    LIFELINE_REF(b, 5) LIFELINE_REF(b, 6) LIFELINE_REF(b, 7) LIFELINE_REF(b, 8) LIFELINE_REF(b, 9)
+
+LIFELINE_SLOTS10(0) LIFELINE_SLOTS10(1) LIFELINE_SLOTS10(2) LIFELINE_SLOTS10(3) LIFELINE_SLOTS10(4)
+LIFELINE_SLOTS10(5) LIFELINE_SLOTS10(6) LIFELINE_SLOTS10(7) LIFELINE_SLOTS10(8) LIFELINE_SLOTS10(9)
+LIFELINE_SLOTS10(10) LIFELINE_SLOTS10(11) LIFELINE_SLOTS10(12)
+
+static const lua_CFunction lifeline_slots[] = {
+    LIFELINE_REFS10(0) LIFELINE_REFS10(1) LIFELINE_REFS10(2) LIFELINE_REFS10(3) LIFELINE_REFS10(4)
+    LIFELINE_REFS10(5) LIFELINE_REFS10(6) LIFELINE_REFS10(7) LIFELINE_REFS10(8) LIFELINE_REFS10(9)
+    LIFELINE_REFS10(10) LIFELINE_REFS10(11) LIFELINE_REFS10(12)
+};
+
+void lifeline_push_listed(lua_State *L, const LifelineReg *functions, const LifelineReg *r) {
+    ptrdiff_t i = r - functions;
+    int ours = 0;
+    if (i < (ptrdiff_t)(sizeof lifeline_slots / sizeof lifeline_slots[0])) {
+        pthread_mutex_lock(&lifeline_slot_lock);
+        const LifelineReg *list = atomic_load_explicit(&lifeline_slot_list, memory_order_relaxed);
+        if (list == NULL) atomic_store_explicit(&lifeline_slot_list, list = functions, memory_order_release);
+        ours = list == functions;
+        pthread_mutex_unlock(&lifeline_slot_lock);
+    }
+    if (ours) {
+        lua_pushcfunction(L, lifeline_slots[i]);
+    } else {
+        lifeline_pushbridged(L, r->fn);
+    }
 }
 
 void lifeline_push_where_message(lua_State *L, const char *msg, size_t len) {

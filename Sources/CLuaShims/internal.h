@@ -26,6 +26,7 @@ struct LifelineControl {
     int depth;                          // calls into this state on that thread's stack (executor thread only)
     char *traceback;                    // where the stop first hit; malloc'd, freed on clear
     int strings_ref;                    // registry ref of the event strings made so far; 0: none yet
+    const LifelineReg *functions;       // the module's list, for the classes made on first use
 };
 
 /// The control block of any thread (coroutine) of a plugin's state: every thread copies the main
@@ -49,6 +50,9 @@ LIFELINE_FUNC void lifeline_arm_hook(lua_State *L);
 
 /// Pushes a Swift function as a Lua C closure whose only upvalue is the function pointer.
 LIFELINE_FUNC void lifeline_pushbridged(lua_State *L, lifeline_bridged fn);
+/// Pushes `r`, an entry of the module's list `functions`, as Lua calls it: a light C function
+/// when the list has slots, else a closure as `lifeline_pushbridged` makes.
+LIFELINE_FUNC void lifeline_push_listed(lua_State *L, const LifelineReg *functions, const LifelineReg *r);
 /// lua_pcall with a message handler that appends a traceback to string errors, entered as a call
 /// the watchdog can stop. Stack: [f, args...] -> [results...] or [message-with-traceback].
 LIFELINE_FUNC int lifeline_pcall(lua_State *L, int nargs, int nresults);

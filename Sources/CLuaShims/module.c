@@ -229,7 +229,7 @@ static int lifeline_open_module_thunk(lua_State *L) {
     lua_createtable(L, 0, fields + 8);        // stack: lifeline (8: the tables of dotted names)
     for (const LifelineReg *r = functions; r->name; r++) {
         if (strchr(r->name, ':') != NULL) continue;  // a method: see lifeline_open_objects
-        lifeline_pushbridged(L, r->fn);       // stack: lifeline, fn
+        lifeline_push_listed(L, functions, r);  // stack: lifeline, fn
         lifeline_place(L, r->name);           // stack: lifeline
     }
     for (const luaL_Reg *part = lifeline_parts; part->name; part++) {

@@ -16,9 +16,9 @@
 static void lifeline_push_methods(lua_State *L, const LifelineReg *functions, const char *class) {
     size_t n = strlen(class);
     lua_newtable(L);  // stack: ..., methods
-    for (const LifelineReg *r = functions; r->name; r++) {
+    for (const LifelineReg *r = functions; r != NULL && r->name; r++) {
         if (strncmp(r->name, class, n) != 0 || r->name[n] != ':') continue;
-        lifeline_pushbridged(L, r->fn);
+        lifeline_push_listed(L, functions, r);
         lua_setfield(L, -2, r->name + n + 1);
     }
 }
@@ -103,7 +103,16 @@ LifelineObject *lifeline_to_queue(lua_State *L, int idx) {
     return (LifelineObject *)luaL_testudata(L, idx, LIFELINE_QUEUE);
 }
 
+static void lifeline_new_class(lua_State *L, const char *tname, const LifelineReg *functions, const char *class);
+
 LifelineObject *lifeline_push_operation(lua_State *L, lua_Integer id, const char *name) {
+    // The class is made when the plugin adds its first operation: most plugins never do, and it
+    // was a twentieth of what a plugin's state cost to make. Nothing can look for it before: an
+    // operation is the only value that has it, and a test for one finds none until then.
+    if (luaL_getmetatable(L, LIFELINE_OPERATION) == LUA_TNIL) {
+        lifeline_new_class(L, LIFELINE_OPERATION, lifeline_control_of(L)->functions, "operation");
+    }
+    lua_pop(L, 1);
     return lifeline_push_object(L, LIFELINE_OPERATION, id, name);
 }
 
@@ -199,5 +208,6 @@ void lifeline_open_objects(lua_State *L, const LifelineReg *functions) {
     lua_setfield(L, -2, "__name");
     lua_pop(L, 1);                                       // stack: ...
     lifeline_new_class(L, LIFELINE_QUEUE, functions, "queue");
-    lifeline_new_class(L, LIFELINE_OPERATION, functions, "operation");
+    // The operation class waits for the first operation (lifeline_push_operation).
+    lifeline_control_of(L)->functions = functions;
 }
