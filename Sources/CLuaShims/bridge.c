@@ -6,7 +6,6 @@
 #include "internal.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -60,7 +59,6 @@ void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
 // the first list seen is kept for good; another one, or a position past the slots, gets
 // closures.
 static _Atomic(const LifelineReg *) lifeline_slot_list;
-static pthread_mutex_t lifeline_slot_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define LIFELINE_SLOT(b, d)                                                                  \
     static int lifeline_slot_##b##_##d(lua_State *L) {                                        \
@@ -87,15 +85,12 @@ static const lua_CFunction lifeline_slots[] = {
 
 void lifeline_push_listed(lua_State *L, const LifelineReg *functions, const LifelineReg *r) {
     ptrdiff_t i = r - functions;
-    int ours = 0;
-    if (i < (ptrdiff_t)(sizeof lifeline_slots / sizeof lifeline_slots[0])) {
-        pthread_mutex_lock(&lifeline_slot_lock);
-        const LifelineReg *list = atomic_load_explicit(&lifeline_slot_list, memory_order_relaxed);
-        if (list == NULL) atomic_store_explicit(&lifeline_slot_list, list = functions, memory_order_release);
-        ours = list == functions;
-        pthread_mutex_unlock(&lifeline_slot_lock);
+    const LifelineReg *list = atomic_load_explicit(&lifeline_slot_list, memory_order_acquire);
+    if (list == NULL && atomic_compare_exchange_strong_explicit(
+            &lifeline_slot_list, &list, functions, memory_order_acq_rel, memory_order_acquire)) {
+        list = functions;
     }
-    if (ours) {
+    if (list == functions && i < (ptrdiff_t)(sizeof lifeline_slots / sizeof lifeline_slots[0])) {
         lua_pushcfunction(L, lifeline_slots[i]);
     } else {
         lifeline_pushbridged(L, r->fn);

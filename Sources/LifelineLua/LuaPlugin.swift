@@ -178,8 +178,10 @@ public final class LuaPlugin: PluginInstance {
     /// Each event name and state as a C string, by ordinal, made once for the process: a handler
     /// call hands them to C without making C strings each time. Never written after they are
     /// made, so any thread may read them.
-    nonisolated(unsafe) private static let eventNames: [UnsafePointer<CChar>] = cStrings(LifelineEventNameTable.all)
-    nonisolated(unsafe) private static let stateNames: [UnsafePointer<CChar>] = cStrings(LifelineEventNameTable.states)
+    nonisolated(unsafe) private static let eventNames: [UnsafePointer<CChar>] = cStrings(
+        LifecycleEventName.allCases.map { ($0.ordinal, $0.rawValue) })
+    nonisolated(unsafe) private static let stateNames: [UnsafePointer<CChar>] = cStrings(
+        AppState.allCases.map { ($0.ordinal, $0.rawValue) })
 
     private static func cStrings(_ texts: [(Int, String)]) -> [UnsafePointer<CChar>] {
         var table = [UnsafePointer<CChar>?](repeating: nil, count: texts.count)
@@ -331,10 +333,4 @@ final class LuaPreemptor: Preemptible, @unchecked Sendable {
 
     func preempt() { if let control { lifeline_preempt(control) } }
     func invalidate() { control = nil }
-}
-
-/// The names `LuaPlugin` passes to C, with the ordinals it indexes them by.
-private enum LifelineEventNameTable {
-    static let all = LifecycleEventName.allCases.map { ($0.ordinal, $0.rawValue) }
-    static let states = AppState.allCases.map { ($0.ordinal, $0.rawValue) }
 }

@@ -378,7 +378,7 @@ package final class HostQueue {
     }
 
     /// `opStarted`, or `opFinished` with how it finished.
-    private func record(_ event: Recorder.OperationEvent, _ op: QueueOperation) {
+    private func record(_ event: TimelineStore.Kind, _ op: QueueOperation) {
         session.recorder.recordOperation(
             event, time: session.now, plugin: op.context.pluginName, queue: name, op: op.id, name: op.name,
             finished: event == .opFinished

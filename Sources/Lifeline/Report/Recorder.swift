@@ -80,54 +80,35 @@ public final class Recorder: Sendable {
         }
     }
 
-    /// Records `.task(time:event:plugin:task:name:expired:)` with no value made for it, unless
-    /// something reads each event as it comes.
-    public func recordTask(
-        _ event: TaskEvent, time: HostTime, plugin: String, task: Int, name: String? = nil, expired: Bool? = nil
+    /// Records `.task(time:event:plugin:task:name:expired:)`, a task event of `kind`, with no value
+    /// made for it unless something reads each event as it comes.
+    func recordTask(
+        _ kind: TimelineStore.Kind, time: HostTime, plugin: String, task: Int, name: String? = nil, expired: Bool? = nil
     ) {
         func value() -> TimelineEvent {
-            .task(time: time, event: event.rawValue, plugin: plugin, task: task, name: name, expired: expired)
+            .task(time: time, event: kind.name, plugin: plugin, task: task, name: name, expired: expired)
         }
         check(value())
         observer?(value())
         guard keepsTimeline else { return }
-        state.withLock { $0.timeline.appendTask(event.kind, time: time, plugin: plugin, task: task, name: name, expired: expired) }
+        state.withLock { $0.timeline.appendTask(kind, time: time, plugin: plugin, task: task, name: name, expired: expired) }
     }
 
-    /// Records a queue operation's event, as `recordTask` records the tasks'.
-    public func recordOperation(
-        _ event: OperationEvent, time: HostTime, plugin: String, queue: String, op: Int, name: String?,
+    /// Records a queue operation's event of `kind`, as `recordTask` records the tasks'.
+    func recordOperation(
+        _ kind: TimelineStore.Kind, time: HostTime, plugin: String, queue: String, op: Int, name: String?,
         finished: TimelineEvent.OperationEnding? = nil
     ) {
         func value() -> TimelineEvent {
-            .operation(time: time, event: event.rawValue, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
+            .operation(time: time, event: kind.name, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
         }
         check(value())
         observer?(value())
         guard keepsTimeline else { return }
         state.withLock {
             $0.timeline.appendOperation(
-                event.kind, time: time, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
+                kind, time: time, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
         }
-    }
-
-    public enum TaskEvent: String, Sendable {
-        case taskBegan, taskEnded, taskExpiring, endUnknownTask
-
-        var kind: TimelineStore.Kind {
-            switch self {
-            case .taskBegan: return .taskBegan
-            case .taskEnded: return .taskEnded
-            case .taskExpiring: return .taskExpiring
-            case .endUnknownTask: return .endUnknownTask
-            }
-        }
-    }
-
-    public enum OperationEvent: String, Sendable {
-        case opStarted, opFinished
-
-        var kind: TimelineStore.Kind { self == .opStarted ? .opStarted : .opFinished }
     }
 
     /// Notes a plugin in the report's `plugins` list.

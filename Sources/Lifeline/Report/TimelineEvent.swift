@@ -102,38 +102,78 @@ public struct TimelineEvent: Equatable, Sendable {
                 text.value(json, pretty: true, indent: 2)
                 return
             }
-            writeHead(into: &text)
+            Self.writeHead(into: &text, milliseconds: time.milliseconds, event: event)
             for (key, value) in fields {
                 text.raw(", ")
                 text.key(key, pretty: true)
                 text.value(value, pretty: true, indent: 3)
             }
+            text.raw("}")
         case .task(let plugin, let task, let name, let expired):
-            writeHead(into: &text)
-            text.raw(", \"plugin\": ")
-            text.string(plugin)
-            text.raw(", \"task\": ")
-            text.integer(Int64(task))
-            if let name { text.raw(", \"name\": "); text.string(name) }
-            if let expired { text.raw(expired ? ", \"expired\": true" : ", \"expired\": false") }
+            Self.writeTask(
+                into: &text, milliseconds: time.milliseconds, event: event, plugin: plugin, task: Int64(task),
+                name: name.map(NameText.string) ?? .none, expired: expired)
         case .operation(let plugin, let queue, let op, let name, let finished):
-            writeHead(into: &text)
-            text.raw(", \"plugin\": ")
-            text.string(plugin)
-            text.raw(", \"queue\": ")
-            text.string(queue)
-            text.raw(", \"op\": ")
-            text.integer(Int64(op))
-            if let name { text.raw(", \"name\": "); text.string(name) }
-            if let finished { text.raw(", \"result\": "); text.string(finished.result) }
+            Self.writeOperation(
+                into: &text, milliseconds: time.milliseconds, event: event, plugin: plugin, queue: queue,
+                op: Int64(op), name: name.map(NameText.string) ?? .none, result: finished?.result)
         }
+    }
+
+    /// A task's or operation's `name` field: from a string, or from the bytes of the timeline's
+    /// log (`TimelineStore`), which writes these events with the same layout as a value does.
+    enum NameText {
+        case none
+        case string(String)
+        case bytes(UnsafeBufferPointer<UInt8>)
+    }
+
+    /// A task event: `{"t": …, "event": …, "plugin": …, "task": …}`, with `name` and `expired`
+    /// before the brace when given.
+    @inline(__always) static func writeTask(
+        into text: inout JSONText, milliseconds: Int64, event: String, plugin: String, task: Int64, name: NameText,
+        expired: Bool?
+    ) {
+        writeHead(into: &text, milliseconds: milliseconds, event: event)
+        text.raw(", \"plugin\": ")
+        text.string(plugin)
+        text.raw(", \"task\": ")
+        text.integer(task)
+        writeName(name, into: &text)
+        if let expired { text.raw(expired ? ", \"expired\": true" : ", \"expired\": false") }
         text.raw("}")
     }
 
+    /// An operation's event: `{"t": …, "event": …, "plugin": …, "queue": …, "op": …}`, with `name`
+    /// and `result` before the brace when given.
+    @inline(__always) static func writeOperation(
+        into text: inout JSONText, milliseconds: Int64, event: String, plugin: String, queue: String, op: Int64,
+        name: NameText, result: String?
+    ) {
+        writeHead(into: &text, milliseconds: milliseconds, event: event)
+        text.raw(", \"plugin\": ")
+        text.string(plugin)
+        text.raw(", \"queue\": ")
+        text.string(queue)
+        text.raw(", \"op\": ")
+        text.integer(op)
+        writeName(name, into: &text)
+        if let result { text.raw(", \"result\": "); text.string(result) }
+        text.raw("}")
+    }
+
+    @inline(__always) private static func writeName(_ name: NameText, into text: inout JSONText) {
+        switch name {
+        case .none: return
+        case .string(let s): text.raw(", \"name\": "); text.string(s)
+        case .bytes(let b): text.raw(", \"name\": "); text.string(bytes: b)
+        }
+    }
+
     /// `{"t": …, "event": …`
-    @inline(__always) private func writeHead(into text: inout JSONText) {
+    @inline(__always) private static func writeHead(into text: inout JSONText, milliseconds: Int64, event: String) {
         text.raw("{\"t\": ")
-        text.seconds(milliseconds: time.milliseconds)
+        text.seconds(milliseconds: milliseconds)
         text.raw(", \"event\": ")
         text.string(event)
     }

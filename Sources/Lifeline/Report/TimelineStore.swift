@@ -26,6 +26,32 @@ final class TimelineStore {
         case opStarted, opFinished
 
         var isOperation: Bool { self == .opStarted || self == .opFinished }
+
+        /// The event's name in the report; "" for `general`, whose value carries its own.
+        var name: String {
+            switch self {
+            case .general: return ""
+            case .taskBegan: return "taskBegan"
+            case .taskEnded: return "taskEnded"
+            case .taskExpiring: return "taskExpiring"
+            case .endUnknownTask: return "endUnknownTask"
+            case .opStarted: return "opStarted"
+            case .opFinished: return "opFinished"
+            }
+        }
+
+        /// The kind named `name`, if the log keeps such events in its own form.
+        init?(name: String) {
+            switch name {
+            case "taskBegan": self = .taskBegan
+            case "taskEnded": self = .taskEnded
+            case "taskExpiring": self = .taskExpiring
+            case "endUnknownTask": self = .endUnknownTask
+            case "opStarted": self = .opStarted
+            case "opFinished": self = .opFinished
+            default: return nil
+            }
+        }
     }
 
     /// The flags byte after the kind. Both kinds of event: a name is given, and it is the same as
@@ -60,9 +86,13 @@ final class TimelineStore {
     @exclusivity(unchecked) private var numbers: [String: Int] = [:]
     /// A plugin's events mostly come in runs: the last plugin's and queue's numbers, and the last
     /// task or operation name, are found with one comparison of strings that are mostly the same.
-    @exclusivity(unchecked) private var lastPlugin = "", lastPluginNumber = -1
-    @exclusivity(unchecked) private var lastQueue = "", lastQueueNumber = -1
+    @exclusivity(unchecked) private var lastPlugin = LastNumber(), lastQueue = LastNumber()
     @exclusivity(unchecked) private var lastName = ""
+
+    private struct LastNumber {
+        var name = ""
+        var number = -1
+    }
 
     static let segment = TimelineWriter.segment
 
@@ -81,11 +111,11 @@ final class TimelineStore {
     func append(_ event: consuming TimelineEvent) {
         switch event.storage {
         case .task(let plugin, let task, let name, let expired):
-            if let kind = Self.taskKinds[event.event] {
+            if let kind = Kind(name: event.event), !kind.isOperation {
                 return appendTask(kind, time: event.time, plugin: plugin, task: task, name: name, expired: expired)
             }
         case .operation(let plugin, let queue, let op, let name, let finished):
-            if let kind = Self.operationKinds[event.event] {
+            if let kind = Kind(name: event.event), kind.isOperation {
                 return appendOperation(
                     kind, time: event.time, plugin: plugin, queue: queue, op: op, name: name, finished: finished)
             }
@@ -100,7 +130,7 @@ final class TimelineStore {
     }
 
     func appendTask(_ kind: Kind, time: HostTime, plugin: String, task: Int, name: String?, expired: Bool?) {
-        let plugin = number(plugin: plugin)
+        let plugin = number(plugin, &lastPlugin)
         var flags: UInt8 = 0
         if let expired { flags |= Flag.expiredGiven | (expired ? Flag.expired : 0) }
         appendEvent(kind, flags: flags, time: time, number: task, plugin: plugin, queue: nil, name: name)
@@ -110,7 +140,7 @@ final class TimelineStore {
         _ kind: Kind, time: HostTime, plugin: String, queue: String, op: Int, name: String?,
         finished: TimelineEvent.OperationEnding?
     ) {
-        let plugin = number(plugin: plugin), queue = number(queue: queue)
+        let plugin = number(plugin, &lastPlugin), queue = number(queue, &lastQueue)
         var flags: UInt8 = 0
         if let f = finished {
             flags = Flag.finished | (f.timedOut ? Flag.timedOut : 0) | (f.cancelled ? Flag.cancelled : 0)
@@ -158,18 +188,10 @@ final class TimelineStore {
         reserve(room)
     }
 
-    private func number(plugin: String) -> Int {
-        if plugin == lastPlugin && lastPluginNumber >= 0 { return lastPluginNumber }
-        lastPluginNumber = intern(plugin)
-        lastPlugin = plugin
-        return lastPluginNumber
-    }
-
-    private func number(queue: String) -> Int {
-        if queue == lastQueue && lastQueueNumber >= 0 { return lastQueueNumber }
-        lastQueueNumber = intern(queue)
-        lastQueue = queue
-        return lastQueueNumber
+    private func number(_ name: String, _ last: inout LastNumber) -> Int {
+        if last.number >= 0 && name == last.name { return last.number }
+        last = LastNumber(name: name, number: intern(name))
+        return last.number
     }
 
     private func intern(_ name: String) -> Int {
@@ -237,12 +259,6 @@ final class TimelineStore {
         }
     }
 
-    private static let taskKinds: [String: Kind] = [
-        "taskBegan": .taskBegan, "taskEnded": .taskEnded, "taskExpiring": .taskExpiring,
-        "endUnknownTask": .endUnknownTask,
-    ]
-    private static let operationKinds: [String: Kind] = ["opStarted": .opStarted, "opFinished": .opFinished]
-
     // MARK: Reading
 
     /// The events as values, in the order they were recorded.
@@ -279,8 +295,7 @@ final class TimelineStore {
         func format(_ range: Range<Int>, into text: inout JSONText) {
             var reader = reader(at: range.lowerBound)
             for i in range {
-                if i > 0 { text.raw(",") }
-                text.newline(indent: 2)
+                TimelineWriter.startEntry(i, in: &text)
                 reader.write(into: &text)
             }
         }
@@ -360,59 +375,31 @@ final class TimelineStore {
                 return entries.general[d.general]
             case .taskBegan, .taskEnded, .taskExpiring, .endUnknownTask:
                 return .task(
-                    time: time, event: Self.eventName(d.kind), plugin: entries.names[d.plugin], task: Int(position.number),
+                    time: time, event: d.kind.name, plugin: entries.names[d.plugin], task: Int(position.number),
                     name: name, expired: d.flags & Flag.expiredGiven == 0 ? nil : d.flags & Flag.expired != 0)
             case .opStarted, .opFinished:
                 return .operation(
-                    time: time, event: Self.eventName(d.kind), plugin: entries.names[d.plugin],
+                    time: time, event: d.kind.name, plugin: entries.names[d.plugin],
                     queue: entries.names[d.queue], op: Int(position.number), name: name, finished: Self.ending(d.flags))
             }
         }
 
-        private static func eventName(_ kind: Kind) -> String {
-            switch kind {
-            case .general: return ""
-            case .taskBegan: return "taskBegan"
-            case .taskEnded: return "taskEnded"
-            case .taskExpiring: return "taskExpiring"
-            case .endUnknownTask: return "endUnknownTask"
-            case .opStarted: return "opStarted"
-            case .opFinished: return "opFinished"
-            }
-        }
-
-        /// Writes the next event as `TimelineEvent.write` writes its value.
+        /// Writes the next event as `TimelineEvent.write` writes its value, with the same layout.
         @inline(__always) mutating func write(into out: inout JSONText) {
             let d = decode()
             if d.kind == .general { return entries.general[d.general].write(into: &out) }
-            out.raw("{\"t\": ")
-            out.seconds(milliseconds: HostTime(nanoseconds: position.time).milliseconds)
-            switch d.kind {
-            case .general: break
-            case .taskBegan: out.raw(", \"event\": \"taskBegan\", \"plugin\": ")
-            case .taskEnded: out.raw(", \"event\": \"taskEnded\", \"plugin\": ")
-            case .taskExpiring: out.raw(", \"event\": \"taskExpiring\", \"plugin\": ")
-            case .endUnknownTask: out.raw(", \"event\": \"endUnknownTask\", \"plugin\": ")
-            case .opStarted: out.raw(", \"event\": \"opStarted\", \"plugin\": ")
-            case .opFinished: out.raw(", \"event\": \"opFinished\", \"plugin\": ")
-            }
-            out.string(entries.names[d.plugin])
+            let milliseconds = HostTime(nanoseconds: position.time).milliseconds
+            let name: TimelineEvent.NameText = d.hasName ? .bytes(self.name) : .none
             if d.kind.isOperation {
-                out.raw(", \"queue\": ")
-                out.string(entries.names[d.queue])
-                out.raw(", \"op\": ")
-                out.integer(position.number)
-                if d.hasName { out.raw(", \"name\": "); out.string(bytes: name) }
-                if let ending = Self.ending(d.flags) { out.raw(", \"result\": "); out.string(ending.result) }
+                TimelineEvent.writeOperation(
+                    into: &out, milliseconds: milliseconds, event: d.kind.name, plugin: entries.names[d.plugin],
+                    queue: entries.names[d.queue], op: position.number, name: name, result: Self.ending(d.flags)?.result)
             } else {
-                out.raw(", \"task\": ")
-                out.integer(position.number)
-                if d.hasName { out.raw(", \"name\": "); out.string(bytes: name) }
-                if d.flags & Flag.expiredGiven != 0 {
-                    out.raw(d.flags & Flag.expired != 0 ? ", \"expired\": true" : ", \"expired\": false")
-                }
+                TimelineEvent.writeTask(
+                    into: &out, milliseconds: milliseconds, event: d.kind.name, plugin: entries.names[d.plugin],
+                    task: position.number, name: name,
+                    expired: d.flags & Flag.expiredGiven == 0 ? nil : d.flags & Flag.expired != 0)
             }
-            out.raw("}")
         }
     }
 }

@@ -35,13 +35,8 @@ enum TimelineWriter {
         text.removeAll()
         // The pipeline is not generic: its threads start from a C function, which cannot name a
         // generic type. It formats through this closure, a segment per call.
-        try Pipeline(count: events.count) { range, text in format(events, range, into: &text) }
+        try Pipeline(count: events.count) { range, text in events.format(range, into: &text) }
             .run(helpers: helpers, sink)
-    }
-
-    /// Appends `events[range]` as timeline entries; `range` starts a segment.
-    static func format<Entries: TimelineEntries>(_ events: Entries, _ range: Range<Int>, into text: inout JSONText) {
-        events.format(range, into: &text)
     }
 
     /// A segment's text, and which segment it holds once formatted (-1: none yet).
@@ -171,9 +166,16 @@ extension TimelineStore.Entries: TimelineEntries {}
 extension UnsafeBufferPointer: TimelineEntries where Element == TimelineEvent {
     func format(_ range: Range<Int>, into text: inout JSONText) {
         for i in range {
-            if i > 0 { text.raw(",") }
-            text.newline(indent: 2)
+            TimelineWriter.startEntry(i, in: &text)
             self[i].write(into: &text)
         }
+    }
+}
+
+extension TimelineWriter {
+    /// What comes before entry `i`: a comma but before the very first, and its own line.
+    @inline(__always) static func startEntry(_ i: Int, in text: inout JSONText) {
+        if i > 0 { text.raw(",") }
+        text.newline(indent: 2)
     }
 }

@@ -202,6 +202,6 @@ func timeline_inSegments_isTheSameWithAnyNumberOfHelpers(helpers: Int) throws {
         return bytes
     }
     var expected = JSONText()
-    events.withUnsafeBufferPointer { TimelineWriter.format($0, $0.indices, into: &expected) }
+    events.withUnsafeBufferPointer { $0.format($0.indices, into: &expected) }
     #expect(try text(helpers: helpers) == expected.withBytes { Array($0) })
 }
