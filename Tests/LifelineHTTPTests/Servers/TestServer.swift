@@ -74,9 +74,11 @@ final class TestServer: Sendable {
     func requests(_ path: String) -> Int { state.snapshot.requests[path, default: 0] }
 
     /// Polls the counters every 10 ms until `condition` holds or `seconds` of real time have passed.
-    /// Returns whether it held.
+    /// Returns whether it held. Every caller waits for something that must happen, so the limit
+    /// costs nothing when it does, and is generous: under `.ci/run` on two cores a request once
+    /// took more than 5 s to arrive (the CLI tests wait 30 s for the same reason).
     func wait(
-        upTo seconds: Double = 5, until condition: @escaping @Sendable (TestServer) -> Bool
+        upTo seconds: Double = 30, until condition: @escaping @Sendable (TestServer) -> Bool
     ) async -> Bool {
         let clock = ContinuousClock()
         let end = clock.now + .milliseconds(Int(seconds * 1000))
