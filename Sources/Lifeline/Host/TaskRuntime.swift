@@ -8,6 +8,10 @@ import Logging
 final class TaskRuntime {
     private let session: AppSession
     private let caller: GuardedCaller
+    /// The session's recorder. The session holds it for as long as this runtime lives; loaded
+    /// through the session, it was retained and released around every clock read of a begin and
+    /// an end, two atomic operations each.
+    private let recorder: Recorder
     // Touched by every begin and end. TaskRegistry's methods never call out, and a handler is
     // copied out of the table before it is called: no access to either can overlap another, so the
     // runtime's check on each one is skipped.
@@ -20,6 +24,7 @@ final class TaskRuntime {
     init(session: AppSession, caller: GuardedCaller) {
         self.session = session
         self.caller = caller
+        self.recorder = session.recorder
         self.tasks = TaskRegistry(taskLimit: session.profile.taskLimit)
     }
 
@@ -43,7 +48,8 @@ final class TaskRuntime {
             session.plugins[context.index].instance.preemptor?.preempt()
             return 0
         case .began(let id, let expireNow):
-            session.recorder.recordTask(.taskBegan, time: session.now, plugin: context.pluginName, task: id, name: name)
+            let now = session.now
+            recorder.recordTask(.taskBegan, time: now, plugin: context.pluginName, task: id, name: name)
             if let expirationHandler { expirationHandlers[id] = (context.index, expirationHandler) }
             if expireNow {
                 // T3: never from inside beginBackgroundTask, so the caller already holds the id.
@@ -61,7 +67,7 @@ final class TaskRuntime {
         let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
             + "or it may have already been ended."
         session.logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
-        session.recorder.recordTask(.endUnknownTask, time: session.now, plugin: context.pluginName, task: id)
+        recorder.recordTask(.endUnknownTask, time: session.now, plugin: context.pluginName, task: id)
         return false
     }
 
@@ -70,8 +76,8 @@ final class TaskRuntime {
     func end(_ id: Int) -> Bool {
         guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
         if !expirationHandlers.isEmpty { expirationHandlers[id] = nil }
-        session.recorder.recordTask(
-            .taskEnded, time: session.now, plugin: task.plugin, task: id, name: task.name, expired: expired)
+        let now = session.now
+        recorder.recordTask(.taskEnded, time: now, plugin: task.plugin, task: id, name: task.name, expired: expired)
         return true
     }
 
@@ -143,7 +149,7 @@ final class TaskRuntime {
     }
 
     private func signalExpiration(_ task: TaskRegistry.Task) {
-        session.recorder.recordTask(
+        recorder.recordTask(
             .taskExpiring, time: session.now, plugin: task.plugin, task: task.id, name: task.name)
         guard let handler = expirationHandlers[task.id] else { return }
         let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expiration handler")

@@ -63,6 +63,8 @@ public final class Recorder: Sendable {
     /// scripts/test does, so that a new event, field or value cannot reach reports without the
     /// table (and the `expect` checks that use it). A user's run never stops on it.
     static let checksEvents = ProcessInfo.processInfo.environment["LIFELINE_CHECK_EVENTS"] != nil
+    /// `checksEvents`, read once: the global's lazy initializer is otherwise checked on every event.
+    private let checksEvents = Recorder.checksEvents
 
     /// Records one of `ReportEvents` (with LIFELINE_CHECK_EVENTS, anything else traps).
     public func record(_ event: consuming TimelineEvent) {
@@ -74,7 +76,7 @@ public final class Recorder: Sendable {
     }
 
     private func check(_ event: @autoclosure () -> TimelineEvent) {
-        if Self.checksEvents {
+        if checksEvents {
             let event = event()
             precondition(ReportEvents.admits(event), "not in ReportEvents: \(event.json.serialized())")
         }
