@@ -66,6 +66,16 @@ enum LuaModule {
         return (plugin, context)
     }
 
+    /// Runs `body` with the plugin of `L`, not retained. A module function runs inside its
+    /// plugin's state, which holds the plugin and its context: the host closes a state, and drops
+    /// its context, only when no call is in it. So the hottest functions use both unretained
+    /// (`plugin.unretainedContext`, taken with `_withUnsafeGuaranteedRef` where it is called):
+    /// each retain is an atomic operation, and `context(L)` made three pairs in every task call.
+    @inline(__always)
+    static func withPlugin<R>(_ L: OpaquePointer, _ body: (LuaPlugin) -> R) -> R {
+        Unmanaged<LuaPlugin>.fromOpaque(lifeline_owner(L)!)._withUnsafeGuaranteedRef(body)
+    }
+
     /// The running app's context, or pushes "`fname`: the app is not running" and returns nil.
     static func runningContext(_ L: OpaquePointer, _ fname: String) -> PluginContext? {
         guard let (_, context) = context(L) else {
@@ -137,20 +147,22 @@ enum LuaModule {
         if handlerIndex == 2 && lifeline_isnoneornil(L, 2) == 0 && lifeline_isfunction(L, 2) == 0 {
             return typeError(L, 2, fname, "function")
         }
-        guard let (plugin, context) = context(L) else {
-            lua_pushinteger(L, 0)
+        return withPlugin(L) { plugin in
+            guard let context = plugin.unretainedContext else {
+                lua_pushinteger(L, 0)
+                return 1
+            }
+            var handler: PluginCallback?
+            if lifeline_isfunction(L, handlerIndex) != 0 {
+                guard let fn = ref(L, plugin, handlerIndex) else { return LIFELINE_NOMEM }
+                handler = { plugin.call(ref: fn.ref, event: nil) }
+            }
+            // taskBegan, then taskEnded or taskExpiring and taskEnded.
+            guard plugin.chargeEvents(3, text: name?.utf8.count ?? 0) else { return LIFELINE_NOMEM }
+            let id = context._withUnsafeGuaranteedRef { $0.beginBackgroundTask(name: name, expirationHandler: handler) }
+            lua_pushinteger(L, lua_Integer(id))
             return 1
         }
-        var handler: PluginCallback?
-        if lifeline_isfunction(L, handlerIndex) != 0 {
-            guard let fn = ref(L, plugin, handlerIndex) else { return LIFELINE_NOMEM }
-            handler = { plugin.call(ref: fn.ref, event: nil) }
-        }
-        // taskBegan, then taskEnded or taskExpiring and taskEnded.
-        guard plugin.chargeEvents(3, text: name?.utf8.count ?? 0) else { return LIFELINE_NOMEM }
-        let id = context.beginBackgroundTask(name: name, expirationHandler: handler)
-        lua_pushinteger(L, lua_Integer(id))
-        return 1
     }
 
     /// lifeline.endBackgroundTask(id) -> boolean
@@ -164,16 +176,18 @@ enum LuaModule {
             }
             return typeError(L, 1, "lifeline.endBackgroundTask", "integer")
         }
-        guard let (plugin, context) = context(L) else {
-            lua_pushboolean(L, 0)
+        return withPlugin(L) { plugin in
+            guard let context = plugin.unretainedContext else {
+                lua_pushboolean(L, 0)
+                return 1
+            }
+            // An unknown id is recorded (endUnknownTask); a known one's end was counted at its begin.
+            guard plugin.chargeEvents(1) else { return LIFELINE_NOMEM }
+            let ended = context._withUnsafeGuaranteedRef { $0.endBackgroundTask(Int(id)) }
+            if ended { plugin.refundEvents(1) }
+            lua_pushboolean(L, ended ? 1 : 0)
             return 1
         }
-        // An unknown id is recorded (endUnknownTask); a known one's end was counted at its begin.
-        guard plugin.chargeEvents(1) else { return LIFELINE_NOMEM }
-        let ended = context.endBackgroundTask(Int(id))
-        if ended { plugin.refundEvents(1) }
-        lua_pushboolean(L, ended ? 1 : 0)
-        return 1
     }
 
     /// lifeline.backgroundTimeRemaining() -> seconds (math.huge in the foreground)

@@ -21,8 +21,13 @@ public final class LuaPlugin: PluginInstance {
     public let directory: String
     private var control: OpaquePointer?
     private let lua: LuaPreemptor
-    /// The context of the launch this instance belongs to; set by `start`.
-    var context: PluginContext?
+    /// The context of the launch this instance belongs to; set by `start`, dropped by `close`.
+    private(set) var context: PluginContext?
+    /// `context`, for `LuaModule.withContext`: the module's calls use it without a retain.
+    private(set) var unretainedContext: Unmanaged<PluginContext>?
+    /// Whether the report keeps the events this plugin causes (`PluginContext.reportKeepsEvents`),
+    /// read once at `start`: it holds for the launch, and the charges ask it in every call.
+    private var keepsEvents = true
     /// The store whose transaction `lifeline.store.transaction` has open while it runs its
     /// function: waiting calls refuse to wait then, and the commit or rollback goes to this store.
     var openTransaction: PluginStore?
@@ -96,12 +101,12 @@ public final class LuaPlugin: PluginInstance {
 
     /// Gives back what `chargeEvents` counted for events that were not recorded after all.
     func refundEvents(_ events: Int) {
-        guard context?.reportKeepsEvents ?? true else { return }
+        guard keepsEvents else { return }
         uncharge(events * TimelineEvent.recordedBytes)
     }
 
     public func chargeRecorded(_ bytes: Int) {
-        guard context?.reportKeepsEvents ?? true else { return }
+        guard keepsEvents else { return }
         if let control { lifeline_charge_always(control, bytes) }
     }
 
@@ -110,7 +115,7 @@ public final class LuaPlugin: PluginInstance {
     /// keeps every event for the run's life, so a plugin's events count against its cap: a loop
     /// that begins and ends tasks cannot grow the host without bound.
     func chargeEvents(_ events: Int, text: Int = 0) -> Bool {
-        guard context?.reportKeepsEvents ?? true else { return true }  // `run` with no --report keeps none
+        guard keepsEvents else { return true }  // `run` with no --report keeps none
         return charge(events * TimelineEvent.recordedBytes + text)
     }
 
@@ -129,6 +134,8 @@ public final class LuaPlugin: PluginInstance {
 
     public func start(_ context: PluginContext) -> CallOutcome {
         self.context = context
+        unretainedContext = Unmanaged.passUnretained(context)
+        keepsEvents = context.reportKeepsEvents
         guard let L = state else { return .returned }
         let path = directory.hasSuffix("/") ? directory + "init.lua" : directory + "/init.lua"
         return outcome(lifeline_run_file(L, path), L)
@@ -143,6 +150,8 @@ public final class LuaPlugin: PluginInstance {
         self.control = nil
         lua.invalidate()
         context = nil
+        unretainedContext = nil
+        keepsEvents = true
         works.removeAll()
         worksByThread.removeAll()
         operations.removeAll()

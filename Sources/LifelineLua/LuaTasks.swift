@@ -23,7 +23,14 @@ extension LuaModule {
         default: return typeError(L, 1, fname, "string")
         }
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
-        guard let (plugin, context) = context(L) else { return 0 }
+        return withPlugin(L) { plugin in
+            guard let context = plugin.unretainedContext else { return 0 }
+            return context._withUnsafeGuaranteedRef { begin(L, plugin, $0, name: name) }
+        }
+    }
+
+    /// The rest of `background`, with its checked arguments.
+    private static func begin(_ L: OpaquePointer, _ plugin: LuaPlugin, _ context: PluginContext, name: String?) -> Int32 {
         // The work, its task and its waits: what the host keeps while it runs.
         guard let charge = HostCharge(plugin, bytes: 2 * LuaPlugin.recordBytes),
             plugin.chargeEvents(3, text: name?.utf8.count ?? 0)

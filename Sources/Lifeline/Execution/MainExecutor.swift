@@ -16,6 +16,7 @@ public final class MainExecutor {
     /// A scheduled job's handle, for cancelling it.
     public struct JobID: Hashable, Sendable {
         fileprivate let seq: UInt64
+        fileprivate let slot: Int32
     }
 
     /// Ordered by (time, due, seq): the sequence number is unique, so the order is total and a
@@ -27,6 +28,8 @@ public final class MainExecutor {
         var due: HostTime
         var seq: UInt64
         var owner: Owner
+        /// Where its body is in `slots`.
+        var slot: Int32
         static func < (a: Job, b: Job) -> Bool {
             if a.time != b.time { return a.time < b.time }
             if a.due != b.due { return a.due < b.due }
@@ -47,11 +50,21 @@ public final class MainExecutor {
     /// Every other job.
     @exclusivity(unchecked) private var heap = Heap<Job>()
     @exclusivity(unchecked) private var held: [Job] = []
-    @exclusivity(unchecked) private var cancelled: Set<UInt64> = []
-    /// The bodies of jobs queued or held, by sequence number: cancelling a job frees its body (and
-    /// all it captured) at once, and cancelling one that already ran leaves nothing behind.
-    @exclusivity(unchecked) private var bodies: [UInt64: () -> Void] = [:]
+    /// The bodies of jobs queued or held, each in a slot with its job's sequence number: cancelling
+    /// a job frees its body (and all it captured) at once, and cancelling one that already ran
+    /// leaves nothing behind. A queued job whose slot no longer holds its number was cancelled,
+    /// and is skipped when it comes up. Slots are reused through `freeSlots`; a table keyed by
+    /// sequence number cost two hashed operations a job.
+    @exclusivity(unchecked) private var slots: [Slot] = []
+    @exclusivity(unchecked) private var freeSlots: [Int32] = []
+    /// How many queued or held entries belong to cancelled jobs.
+    @exclusivity(unchecked) private var cancelledCount = 0
     @exclusivity(unchecked) private var nextSeq: UInt64 = 0
+
+    private struct Slot {
+        var seq: UInt64
+        var body: (() -> Void)?
+    }
 
     /// Whether app jobs may run now; the host says no while the app is suspended (SPEC 3).
     public var appJobsAllowed: (Int) -> AppJobPolicy = { _ in .run }
@@ -67,15 +80,35 @@ public final class MainExecutor {
     /// Schedules `body` at `time` (the next turn, if that is now or past).
     @discardableResult
     public func schedule(at time: HostTime, owner: Owner = .host, _ body: @escaping () -> Void) -> JobID {
-        let job = Job(time: time, due: time, seq: nextSeq, owner: owner)
+        let seq = nextSeq
         nextSeq += 1
-        bodies[job.seq] = body
+        let slot: Int32
+        if let free = freeSlots.popLast() {
+            slot = free
+            slots[Int(free)] = Slot(seq: seq, body: body)
+        } else {
+            slot = Int32(slots.count)
+            slots.append(Slot(seq: seq, body: body))
+        }
+        let job = Job(time: time, due: time, seq: seq, owner: owner, slot: slot)
         if let last = lane.last, job < last {
             heap.insert(job)
         } else {
             lane.append(job)
         }
-        return JobID(seq: job.seq)
+        return JobID(seq: seq, slot: slot)
+    }
+
+    /// Whether the job is still to run: not cancelled, dropped or run.
+    private func isLive(_ job: Job) -> Bool { slots[Int(job.slot)].seq == job.seq && slots[Int(job.slot)].body != nil }
+
+    /// Takes the job's body out of its slot and frees the slot; nil if the job is not live.
+    private func takeBody(seq: UInt64, slot: Int32) -> (() -> Void)? {
+        let index = Int(slot)
+        guard index < slots.count, slots[index].seq == seq, let body = slots[index].body else { return nil }
+        slots[index].body = nil
+        freeSlots.append(slot)
+        return body
     }
 
     /// Hands work to the executor from any thread: it runs as a host job at the time it arrives.
@@ -83,8 +116,8 @@ public final class MainExecutor {
 
     /// Cancels a job that has not run yet; harmless otherwise.
     public func cancel(_ id: JobID) {
-        guard bodies.removeValue(forKey: id.seq) != nil else { return }
-        cancelled.insert(id.seq)
+        guard takeBody(seq: id.seq, slot: id.slot) != nil else { return }
+        cancelledCount += 1
         compactIfMostlyCancelled()
     }
 
@@ -93,12 +126,11 @@ public final class MainExecutor {
     /// queue grow without bound.
     private func compactIfMostlyCancelled() {
         let queued = heap.count + lane.count + held.count
-        guard cancelled.count > 1024, cancelled.count * 2 > queued else { return }
-        let live = { (job: Job) in !self.cancelled.contains(job.seq) }
-        heap = Heap(heap.unordered.filter(live))
-        lane = Deque(lane.filter(live))
-        held = held.filter(live)
-        cancelled.removeAll()
+        guard cancelledCount > 1024, cancelledCount * 2 > queued else { return }
+        heap = Heap(heap.unordered.filter(isLive))
+        lane = Deque(lane.filter(isLive))
+        held = held.filter(isLive)
+        cancelledCount = 0
     }
 
     /// Puts held app jobs back in the queue, to run now in the order they fell due.
@@ -114,7 +146,7 @@ public final class MainExecutor {
 
     /// Whether any job could still run: held jobs do not count.
     public var hasPendingJobs: Bool {
-        heap.unordered.contains { !cancelled.contains($0.seq) } || lane.contains { !cancelled.contains($0.seq) }
+        heap.unordered.contains(where: isLive) || lane.contains(where: isLive)
     }
 
     /// Whether a job that can run now is waiting: one due by the clock's time.
@@ -136,7 +168,7 @@ public final class MainExecutor {
                 continue
             }
             let job = popNext()
-            guard let body = bodies.removeValue(forKey: job.seq) else { continue }
+            guard let body = takeBody(seq: job.seq, slot: job.slot) else { continue }
             body()
             afterJob()
         }
@@ -145,8 +177,9 @@ public final class MainExecutor {
     // Drops cancelled and stale jobs and holds suspended-app jobs until one can run.
     private func peekRunnable() -> Job? {
         while let top = peekNext() {
-            if !cancelled.isEmpty, cancelled.remove(top.seq) != nil {
+            if cancelledCount > 0, !isLive(top) {
                 _ = popNext()
+                cancelledCount -= 1
                 continue
             }
             if case .app(let generation) = top.owner {
@@ -156,7 +189,8 @@ public final class MainExecutor {
                     held.append(popNext())
                     continue
                 case .drop:
-                    bodies.removeValue(forKey: popNext().seq)
+                    let job = popNext()
+                    _ = takeBody(seq: job.seq, slot: job.slot)
                     continue
                 }
             }
