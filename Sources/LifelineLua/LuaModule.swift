@@ -258,11 +258,15 @@ enum LuaModule {
             return argError(L, 1, fname, "seconds must be a finite number >= 0")
         }
         guard lifeline_isfunction(L, 2) != 0 else { return typeError(L, 2, fname, "function") }
-        guard let (plugin, context) = context(L) else { return 0 }
-        guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
-        let id = context.startTimer(after: seconds, callback: { plugin.call(ref: fn.ref, event: nil) })
-        lifeline_push_handle(L, timerHandle, lua_Integer(id))
-        return 1
+        return withPlugin(L) { plugin in
+            guard let context = plugin.unretainedContext else { return 0 }
+            guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
+            let id = context._withUnsafeGuaranteedRef {
+                $0.startTimer(after: seconds, callback: { plugin.call(ref: fn.ref, event: nil) })
+            }
+            lifeline_push_handle(L, timerHandle, lua_Integer(id))
+            return 1
+        }
     }
 
     /// handle:cancel()

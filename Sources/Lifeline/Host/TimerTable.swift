@@ -9,7 +9,7 @@ final class TimerTable {
 
     private let session: AppSession
     private let caller: GuardedCaller
-    private var timers: [Int: (plugin: Int, job: MainExecutor.JobID)] = [:]
+    private var timers = IDSlots<(plugin: Int, job: MainExecutor.JobID)>()
     private var nextID = 1
 
     init(session: AppSession, caller: GuardedCaller) {
@@ -23,28 +23,32 @@ final class TimerTable {
     func start(plugin index: Int, after seconds: Double, callback: @escaping PluginCallback) -> Int {
         let id = nextID
         nextID += 1
+        // One method call, so `self` is taken from its unowned reference once, not at every use.
         let job = session.scheduleAppJob(at: session.now.adding(seconds: Self.delay(seconds))) { [unowned self] in
-            timers[id] = nil
-            caller.call(
-                index, in: caller.openWindow(limit: session.profile.transitionLimit, handler: "timer"), callback)
+            fire(id, plugin: index, callback)
         }
-        timers[id] = (index, job)
+        timers.append(id, (index, job))
         return id
+    }
+
+    private func fire(_ id: Int, plugin index: Int, _ callback: PluginCallback) {
+        timers.remove(id)
+        caller.call(index, in: caller.openWindow(limit: session.profile.transitionLimit, handler: "timer"), callback)
     }
 
     /// Harmless if the timer fired or was cancelled already.
     func cancel(_ id: Int) {
-        if let timer = timers.removeValue(forKey: id) { session.executor.cancel(timer.job) }
+        if let timer = timers.remove(id) { session.executor.cancel(timer.job) }
     }
 
     /// Cancels one plugin's timers (it failed to load).
     func cancel(plugin index: Int) {
-        for (id, timer) in timers where timer.plugin == index { cancel(id) }
+        for (id, timer) in timers.entries where timer.plugin == index { cancel(id) }
     }
 
     /// Cancels every timer (the app ended).
     func cancelAll() {
-        for (_, timer) in timers { session.executor.cancel(timer.job) }
+        for timer in timers.values { session.executor.cancel(timer.job) }
         timers.removeAll()
     }
 }

@@ -43,14 +43,12 @@ public struct TaskRegistry: Sendable {
     private let taskLimit: Int
     /// The next id. Ids are unique for the host's life and never reused (T1).
     private var nextID = 1
-    /// The tasks in the order they began, which is the order of their ids; an ended task leaves a
-    /// hole (nil) until the next compaction. Finding a task is a binary search on the ids, and
-    /// ending one is O(1) amortized, however many are active and in whatever order they end.
-    private var slots: [(id: Int, task: Task?)] = []
-    /// The tasks in `slots` that are not holes.
-    public private(set) var activeCount = 0
+    /// The active tasks, by id: the order they began.
+    private var slots = IDSlots<Task>()
+    /// How many tasks are active.
+    public var activeCount: Int { slots.count }
     /// Active tasks in the order they began.
-    public var active: [Task] { slots.compactMap(\.task) }
+    public var active: [Task] { slots.values }
     /// The current stay in the background, if the app is in the background.
     public private(set) var period: BackgroundPeriod?
 
@@ -62,42 +60,21 @@ public struct TaskRegistry: Sendable {
         let id = nextID
         nextID += 1
         let expireNow = period?.expired ?? false
-        slots.append((id, Task(id: id, plugin: plugin, name: name, expiring: false)))
-        activeCount += 1
+        slots.append(id, Task(id: id, plugin: plugin, name: name, expiring: false))
         return .began(id: id, expireNow: expireNow)
     }
 
     /// T6: ends a task, or says it is unknown.
     public mutating func end(id: Int) -> EndDecision {
-        guard let index = slot(of: id), let task = slots[index].task.take() else { return .unknown }
-        activeCount -= 1
-        if index == slots.count - 1 {
-            // The newest ended (tasks often end as they began, or nested): it and the holes
-            // before it go now, so such a run of tasks never waits for a compaction.
-            repeat { slots.removeLast() } while slots.last.map { $0.task == nil } ?? false
-        } else if slots.count > 2 * activeCount + 16 {
-            slots.removeAll { $0.task == nil }
-        }
+        guard let task = slots.remove(id) else { return .unknown }
         return .ended(task, expired: task.expiring)
     }
 
     /// Whether task `id` is active.
-    public func isActive(_ id: Int) -> Bool { slot(of: id).map { slots[$0].task != nil } ?? false }
+    public func isActive(_ id: Int) -> Bool { slots.contains(id) }
 
     /// Whether an active task has had its expiration signalled.
-    public var anyExpiring: Bool { slots.contains { $0.task?.expiring == true } }
-
-    /// The index in `slots` of task `id`, ended or not, if it is there.
-    private func slot(of id: Int) -> Int? {
-        // Ids only grow, and tasks end in begin order more often than not: look at the front first.
-        if let first = slots.first, first.id == id { return 0 }
-        var low = 0, high = slots.count
-        while low < high {
-            let mid = (low + high) / 2
-            if slots[mid].id < id { low = mid + 1 } else { high = mid }
-        }
-        return low < slots.count && slots[low].id == id ? low : nil
-    }
+    public var anyExpiring: Bool { slots.contains { $0.expiring } }
 
     /// T2: the app entered the background at `now`; the budget starts again, full.
     public mutating func enterBackground(at now: HostTime, budget: Double, expirationLead: Double) -> BackgroundPeriod {
@@ -116,7 +93,7 @@ public struct TaskRegistry: Sendable {
     }
 
     private mutating func clearExpiring() {
-        for i in slots.indices where slots[i].task != nil { slots[i].task!.expiring = false }
+        slots.updateAll { $0.expiring = false }
     }
 
     /// T2: seconds of budget left at `now`; nil in the foreground (read as infinite).
@@ -130,10 +107,9 @@ public struct TaskRegistry: Sendable {
     public mutating func expire() -> [Task] {
         period?.expired = true
         var due: [Task] = []
-        for i in slots.indices {
-            guard var task = slots[i].task, !task.expiring else { continue }
+        slots.updateAll { task in
+            guard !task.expiring else { return }
             task.expiring = true
-            slots[i].task = task
             due.append(task)
         }
         return due
@@ -142,16 +118,16 @@ public struct TaskRegistry: Sendable {
     /// T3: a task begun after the expiration moment is signalled on its own. Returns it, or nil
     /// if it ended meanwhile.
     public mutating func expireLate(id: Int) -> Task? {
-        guard let i = slot(of: id), var task = slots[i].task, !task.expiring else { return nil }
-        task.expiring = true
-        slots[i].task = task
-        return task
+        slots.update(id) { task -> Task? in
+            guard !task.expiring else { return nil }
+            task.expiring = true
+            return task
+        } ?? nil
     }
 
     /// The app ended: its tasks are gone. Ids keep counting (T1).
     public mutating func reset() {
         slots.removeAll()
-        activeCount = 0
         period = nil
     }
 }

@@ -190,7 +190,7 @@ final class GuardedCaller {
         // Read before the call, which may end the app and drop the plugins.
         let plugin = recordsHandlerCalls ? session.plugins[index].context.pluginName : ""
         let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
-        let startedAt = session.now
+        let startedAt = recordsHandlerCalls ? session.now : HostTime(nanoseconds: 0)
         depth += 1
         let outcome = body()
         depth -= 1
