@@ -32,15 +32,8 @@ static int lifeline_auxresume(lua_State *L, lua_State *co, int narg) {
     return -1;
 }
 
-#define LIFELINE_HOST_THREADS "lifeline.hostthreads"
-
-void lifeline_mark_host_thread(lua_State *L, lua_State *co) {
-    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_HOST_THREADS);  // stack: ..., threads
-    lua_pushthread(co);                                          // pushed on co, moved below
-    lua_xmove(co, L, 1);                                         // stack: ..., threads, co
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -3);                                           // stack: ..., threads
-    lua_pop(L, 1);
+void lifeline_mark_host_thread(lua_State *co) {
+    *(uintptr_t *)lua_getextraspace(co) |= 1;  // see lifeline_control_of
 }
 
 /// The coroutine argument of a coroutine function; a coroutine the host runs (a background work,
@@ -49,11 +42,7 @@ void lifeline_mark_host_thread(lua_State *L, lua_State *co) {
 static lua_State *lifeline_getco(lua_State *L) {
     lua_State *co = lua_tothread(L, 1);
     luaL_argexpected(L, co, 1, "coroutine");
-    lua_getfield(L, LUA_REGISTRYINDEX, LIFELINE_HOST_THREADS);
-    lua_pushvalue(L, 1);
-    int hostRun = lua_rawget(L, -2) != LUA_TNIL;
-    lua_pop(L, 2);
-    if (hostRun) {
+    if (lifeline_is_host_thread(co)) {
         luaL_error(L, "this coroutine is run by the host (lifeline.background or a queue's operation): "
                       "only the host may resume or close it; wait for it with task:wait() or stop it with task:cancel()");
     }
@@ -125,11 +114,4 @@ void lifeline_open_coroutines(lua_State *L) {
     lua_getfield(L, -1, "close");
     lua_pushcclosure(L, lifeline_coclose, 1);
     lua_setfield(L, -2, "close");
-    // Threads the host runs, as weak keys: a finished one goes with the garbage.
-    lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, LIFELINE_HOST_THREADS);
 }

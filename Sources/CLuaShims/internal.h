@@ -3,6 +3,7 @@
 #ifndef LIFELINE_INTERNAL_H
 #define LIFELINE_INTERNAL_H
 
+#include <stdint.h>
 #include "CLuaShims.h"
 
 #include <stdatomic.h>
@@ -30,9 +31,16 @@ struct LifelineControl {
 };
 
 /// The control block of any thread (coroutine) of a plugin's state: every thread copies the main
-/// thread's extra space, where lifeline_control_new put it.
+/// thread's extra space, where lifeline_control_new put it. The pointer's lowest bit, always 0 in
+/// the block's address, marks a thread the host runs (lifeline_mark_host_thread); a new thread
+/// copies the main thread's space, so it starts unmarked.
 static inline LifelineControl *lifeline_control_of(lua_State *L) {
-    return *(LifelineControl **)lua_getextraspace(L);
+    return (LifelineControl *)(*(uintptr_t *)lua_getextraspace(L) & ~(uintptr_t)1);
+}
+
+/// Whether `L` is a coroutine the host runs: a background work's or a queue operation's.
+static inline int lifeline_is_host_thread(lua_State *L) {
+    return (*(uintptr_t *)lua_getextraspace(L) & 1) != 0;
 }
 
 /// Raises LUA_ERRMEM, Lua's own "not enough memory", by asking for an allocation the cap refuses.

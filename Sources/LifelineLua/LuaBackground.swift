@@ -129,9 +129,12 @@ final class LuaBackgroundWork {
         // the shorter expiration-handler limit, and the job queued before it then does nothing.
         latestSlice += 1
         let slice = latestSlice
+        // The job holds the work until it runs, or until the app ends and its jobs are dropped. A
+        // weak reference here gave every work a side table, and then every retain of it took the
+        // runtime's slow path.
         context.enqueue(handler: handlerName, limit: interruption == nil ? .transition : .expirationHandler) {
-            [weak self] in
-            guard let self, slice == latestSlice else { return .returned }
+            [self] in
+            guard slice == latestSlice else { return .returned }
             return runPending()
         }
     }
@@ -146,7 +149,7 @@ final class LuaBackgroundWork {
         lifeline_bridge_enter(thread)
         let nargs = push(thread)
         lifeline_bridge_leave(thread)
-        let status = lifeline_resume(L, thread, nargs)
+        let status = running { lifeline_resume(L, thread, nargs) }
         switch status {
         case LUA_YIELD:
             if case .running = phase {
@@ -163,6 +166,15 @@ final class LuaBackgroundWork {
         default:
             return failed(status, L)
         }
+    }
+
+    /// Runs `body`, which runs the coroutine, as the plugin's running work: the waiting calls it
+    /// makes find this work.
+    private func running(_ body: () -> Int32) -> Int32 {
+        let outer = plugin.runningWork
+        plugin.runningWork = self
+        defer { plugin.runningWork = outer }
+        return body()
     }
 
     /// The coroutine raised (the error value is on top of L; the dead coroutine keeps it too).
@@ -326,7 +338,7 @@ final class LuaBackgroundWork {
     /// Closes the coroutine, reports an error that one of its __close metamethods raised, and
     /// ends the work; a watchdog stop inside a __close is handed on to the host.
     private func closeThread(_ L: OpaquePointer, then outcome: Outcome, message: String?) -> CallOutcome {
-        let status = lifeline_close_thread(L, thread)
+        let status = running { lifeline_close_thread(L, thread) }
         if status != LUA_OK {
             let result = plugin.outcome(status, L)
             if case .preempted = result { return result }

@@ -45,7 +45,12 @@ public final class LuaPlugin: PluginInstance {
     let link = Link()
     /// `lifeline.background` works that have not finished, by task id and by coroutine.
     private var works: [Int: LuaBackgroundWork] = [:]
-    private var worksByThread: [OpaquePointer: LuaBackgroundWork] = [:]
+    /// Works and operations' coroutines that have not finished.
+    private var liveWorks = 0
+    /// The work whose coroutine the host is resuming (or closing) now: a waiting call finds its
+    /// work here. Only one runs at a time, since slices run as host jobs and the plugin's own
+    /// coroutine library refuses the host's coroutines.
+    var runningWork: LuaBackgroundWork?
 
     /// Creates the state and opens the sandbox. Nothing of the plugin's code runs yet.
     ///
@@ -153,7 +158,8 @@ public final class LuaPlugin: PluginInstance {
         unretainedContext = nil
         keepsEvents = true
         works.removeAll()
-        worksByThread.removeAll()
+        liveWorks = 0
+        runningWork = nil
         operations.removeAll()
         lifeline_control_free(control)
     }
@@ -241,24 +247,28 @@ public final class LuaPlugin: PluginInstance {
     // MARK: - Background works
 
     /// `lifeline.background` works and queue operations' coroutines that have not finished.
-    public var liveBackgroundWorks: Int { worksByThread.count }
+    public var liveBackgroundWorks: Int { liveWorks }
 
     /// Operations this plugin added that have not finished, by id.
     var operations: [Int: LuaOperation] = [:]
 
+    /// Keeps a work until it finishes.
     func remember(_ work: LuaBackgroundWork) {
         if let id = work.taskID { works[id] = work }
-        worksByThread[work.thread] = work
+        liveWorks += 1
     }
 
     func forget(_ work: LuaBackgroundWork) {
         if let id = work.taskID { works[id] = nil }
-        worksByThread[work.thread] = nil
+        liveWorks -= 1
     }
 
     func work(id: Int) -> LuaBackgroundWork? { works[id] }
-    /// The work whose coroutine `L` is, if the host runs it.
-    func work(thread L: OpaquePointer) -> LuaBackgroundWork? { worksByThread[L] }
+    /// The work whose coroutine `L` is, if the host runs it and it is running.
+    func work(thread L: OpaquePointer) -> LuaBackgroundWork? {
+        guard let work = runningWork, work.thread == L else { return nil }
+        return work
+    }
 
     /// Lua runs no message handler for memory errors, so there is no traceback to give.
     static let noTraceback = "(none: Lua runs no message handler for memory errors)"

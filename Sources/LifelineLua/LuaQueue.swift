@@ -47,7 +47,7 @@ final class LuaOperation: QueueOperationBody {
             lifeline_bridge_leave(L)
             return operation.codeEnded(failed: true)
         }
-        lifeline_mark_host_thread(L, co)
+        lifeline_mark_host_thread(co)
         let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
         lua_rawgeti(co, lifeline_registryindex(), lua_Integer(run.ref))
         lua_rawgeti(co, lifeline_registryindex(), lua_Integer(handleRef))  // run(op)

@@ -36,7 +36,9 @@ extension LuaModule {
             plugin.chargeEvents(3, text: name?.utf8.count ?? 0)
         else { return LIFELINE_NOMEM }
         let top = lua_gettop(L)
-        final class Box { weak var work: LuaBackgroundWork? }
+        // The expiration handler reaches the work through this. The host drops the handler when the
+        // task ends, which the work's end does; a weak reference would give every work a side table.
+        final class Box { var work: LuaBackgroundWork? }
         let box = Box()
         let id = context.beginBackgroundTask(name: name) {
             box.work?.interrupt(.expired)
@@ -51,7 +53,7 @@ extension LuaModule {
             push(L, "lifeline.background: cannot create a coroutine")
             return LIFELINE_RAISE
         }
-        lifeline_mark_host_thread(L, co)
+        lifeline_mark_host_thread(co)
         let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
         lifeline_push_task(L, lua_Integer(id))                   // stack: args..., handle
         lua_pushvalue(L, -1)

@@ -84,8 +84,8 @@ void lifeline_uncharge(LifelineControl *c, size_t bytes);
 void lifeline_push_nomem(lua_State *L);
 
 /// Records `co` as a coroutine the host runs: the plugin's coroutine.resume and coroutine.close
-/// refuse it. Allocates: call with the cap lifted.
-void lifeline_mark_host_thread(lua_State *L, lua_State *co);
+/// refuse it. A bit in the thread's own extra space; allocates nothing.
+void lifeline_mark_host_thread(lua_State *co);
 
 /// Resumes a host-run coroutine `co` of the state whose main thread is `L`, with the `nargs`
 /// values on top of co's stack, while telling the watchdog that co runs. Returns the status. On
