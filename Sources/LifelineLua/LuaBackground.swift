@@ -18,7 +18,7 @@ import Lifeline
 /// Threading: main executor only. Ownership: the plugin's `works` holds the object until it
 /// finishes; the coroutine is held by a registry reference, released when it finishes (or with
 /// the state).
-final class LuaBackgroundWork {
+final class LuaBackgroundWork: HostJob {
     /// What became of the work; stored in the Lua handle for `done()` and `wait()`.
     enum Outcome: Int32 {
         case returned = 1
@@ -124,23 +124,25 @@ final class LuaBackgroundWork {
         finish(.cancelled, message: nil)
     }
 
+    /// Queues the next slice: this object is the executor's job, so queuing one allocates nothing.
+    /// The job holds the work until it runs, or until the app ends and its jobs are dropped.
     private func schedule() {
-        // Only the latest job runs the slice: an interruption reschedules a queued resume under
-        // the shorter expiration-handler limit, and the job queued before it then does nothing.
-        latestSlice += 1
-        let slice = latestSlice
-        // The job holds the work until it runs, or until the app ends and its jobs are dropped. A
-        // weak reference here gave every work a side table, and then every retain of it took the
-        // runtime's slow path.
-        context.enqueue(handler: handlerName, limit: interruption == nil ? .transition : .expirationHandler) {
-            [self] in
-            guard slice == latestSlice else { return .returned }
-            return runPending()
-        }
+        // An interruption reschedules a queued resume under the shorter expiration-handler limit:
+        // the job queued before it goes.
+        if let queuedSlice { context.cancelJob(queuedSlice) }
+        sliceLimit = interruption == nil ? .transition : .expirationHandler
+        queuedSlice = context.enqueue(self)
     }
 
-    /// Numbers the jobs `schedule` queues; see there.
-    private var latestSlice = 0
+    /// The queued slice's job, until it runs.
+    private var queuedSlice: MainExecutor.JobID?
+    /// The watchdog's limit for the queued slice.
+    private var sliceLimit = WatchdogLimit.transition
+
+    func runJob() {
+        queuedSlice = nil
+        context.callNow(handler: handlerName, limit: sliceLimit) { runPending() }
+    }
 
     private func runPending() -> CallOutcome {
         guard case .pending(let push) = phase, let L = plugin.state else { return .returned }

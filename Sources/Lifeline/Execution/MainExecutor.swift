@@ -1,6 +1,13 @@
 import DequeModule
 import HeapModule
 
+/// Work that is its own job: scheduling it makes no closure. A background work's slices are
+/// scheduled this way, one job per slice, where a closure around a closure around a closure cost
+/// three allocations and their releases.
+package protocol HostJob: AnyObject {
+    func runJob()
+}
+
 /// The one executor that runs all plugin code, like iOS's main thread: a queue of jobs ordered
 /// by time, then by the order they were scheduled.
 ///
@@ -63,7 +70,19 @@ public final class MainExecutor {
 
     private struct Slot {
         var seq: UInt64
-        var body: (() -> Void)?
+        var body: Body?
+    }
+
+    private enum Body {
+        case closure(() -> Void)
+        case job(any HostJob)
+
+        func run() {
+            switch self {
+            case .closure(let body): body()
+            case .job(let job): job.runJob()
+            }
+        }
     }
 
     /// Whether app jobs may run now; the host says no while the app is suspended (SPEC 3).
@@ -80,6 +99,16 @@ public final class MainExecutor {
     /// Schedules `body` at `time` (the next turn, if that is now or past).
     @discardableResult
     public func schedule(at time: HostTime, owner: Owner = .host, _ body: @escaping () -> Void) -> JobID {
+        schedule(at: time, owner: owner, body: .closure(body))
+    }
+
+    /// Schedules `job.runJob()` at `time`, as `schedule(at:owner:_:)` schedules a closure.
+    @discardableResult
+    package func schedule(at time: HostTime, owner: Owner = .host, job: any HostJob) -> JobID {
+        schedule(at: time, owner: owner, body: .job(job))
+    }
+
+    private func schedule(at time: HostTime, owner: Owner, body: Body) -> JobID {
         let seq = nextSeq
         nextSeq += 1
         let slot: Int32
@@ -103,7 +132,7 @@ public final class MainExecutor {
     private func isLive(_ job: Job) -> Bool { slots[Int(job.slot)].seq == job.seq && slots[Int(job.slot)].body != nil }
 
     /// Takes the job's body out of its slot and frees the slot; nil if the job is not live.
-    private func takeBody(seq: UInt64, slot: Int32) -> (() -> Void)? {
+    private func takeBody(seq: UInt64, slot: Int32) -> Body? {
         let index = Int(slot)
         guard index < slots.count, slots[index].seq == seq, let body = slots[index].body else { return nil }
         slots[index].body = nil
@@ -169,7 +198,7 @@ public final class MainExecutor {
             }
             let job = popNext()
             guard let body = takeBody(seq: job.seq, slot: job.slot) else { continue }
-            body()
+            body.run()
             afterJob()
         }
     }

@@ -58,6 +58,10 @@ final class AppSession {
         executor.schedule(at: time ?? now, owner: .app(generation: generation), body)
     }
 
+    func scheduleAppJob(_ job: any HostJob) -> MainExecutor.JobID {
+        executor.schedule(at: now, owner: .app(generation: generation), job: job)
+    }
+
     func record(_ event: String, _ fields: (String, JSONValue)...) { record(event, fields) }
 
     func record(_ event: String, _ fields: [(String, JSONValue)]) {

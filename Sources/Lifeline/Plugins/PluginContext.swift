@@ -146,6 +146,17 @@ public final class PluginContext: @unchecked Sendable {
         parts.caller.enqueue(self, handler: handler, limit: limit, callback)
     }
 
+    /// Runs `job.runJob()` on the next turn, as an app job: dropped if the app ends first. The job
+    /// calls plugin code through `callNow`. Returns its id for `cancelJob`; nil if the app is not
+    /// running.
+    package func enqueue(_ job: any HostJob) -> MainExecutor.JobID? {
+        guard isCurrent else { return nil }
+        return session.scheduleAppJob(job)
+    }
+
+    /// Cancels a job `enqueue(_:)` scheduled; harmless if it ran.
+    package func cancelJob(_ id: MainExecutor.JobID) { session.executor.cancel(id) }
+
     /// Records a `pluginError` for an error the host did not catch itself (in a coroutine it resumed).
     package func reportError(message: String, traceback: String, handler: String) {
         guard isCurrent else { return }
