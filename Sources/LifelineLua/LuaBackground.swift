@@ -361,7 +361,8 @@ final class LuaBackgroundWork: HostJob {
         if let L = plugin.state {
             lifeline_bridge_enter(L)
             lua_rawgeti(L, lifeline_registryindex(), lua_Integer(handleRef))
-            if let handle = lifeline_to_task(L, -1) {
+            // The reference is the handle `lifeline.background` made (an operation has none: nil).
+            if let handle = lua_touserdata(L, -1)?.assumingMemoryBound(to: LifelineTaskHandle.self) {
                 handle.pointee.outcome = outcome.rawValue
                 if let message {
                     LuaModule.push(L, message)

@@ -16,7 +16,7 @@ final class TaskRuntime {
     // copied out of the table before it is called: no access to either can overlap another, so the
     // runtime's check on each one is skipped.
     @exclusivity(unchecked) private var tasks: TaskRegistry
-    @exclusivity(unchecked) private var expirationHandlers: [Int: (plugin: Int, callback: PluginCallback)] = [:]
+    @exclusivity(unchecked) private var expirationHandlers = IDSlots<(plugin: Int, callback: PluginCallback)>()
     private var budgetJobs: [MainExecutor.JobID] = []
     /// Carries out a termination: the host records it and ends the app.
     var terminate: (Termination) -> Void = { _ in }
@@ -50,7 +50,7 @@ final class TaskRuntime {
         case .began(let id, let expireNow):
             let now = session.now
             recorder.recordTask(.taskBegan, time: now, plugin: context.pluginName, task: id, name: name)
-            if let expirationHandler { expirationHandlers[id] = (context.index, expirationHandler) }
+            if let expirationHandler { expirationHandlers.append(id, (context.index, expirationHandler)) }
             if expireNow {
                 // T3: never from inside beginBackgroundTask, so the caller already holds the id.
                 session.scheduleAppJob { [unowned self] in
@@ -75,7 +75,7 @@ final class TaskRuntime {
     @discardableResult
     func end(_ id: Int) -> Bool {
         guard case .ended(let task, let expired) = tasks.end(id: id) else { return false }
-        if !expirationHandlers.isEmpty { expirationHandlers[id] = nil }
+        if expirationHandlers.count > 0 { expirationHandlers.remove(id) }
         let now = session.now
         recorder.recordTask(.taskEnded, time: now, plugin: task.plugin, task: id, name: task.name, expired: expired)
         return true
@@ -85,7 +85,7 @@ final class TaskRuntime {
     func remove(plugin name: String) {
         for task in tasks.active where task.plugin == name {
             _ = tasks.end(id: task.id)
-            expirationHandlers[task.id] = nil
+            expirationHandlers.remove(task.id)
         }
     }
 

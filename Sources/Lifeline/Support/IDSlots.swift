@@ -1,27 +1,33 @@
-import DequeModule
-
 /// Values under ids that only grow, kept in id order: finding one is a binary search, and
 /// removing one is O(1) amortized, in whatever order they go.
 ///
 /// A removed value leaves a hole until the next compaction. Holes at either end go at once:
 /// values often go in the order they came (timers of one delay; tasks that many plugins began in
 /// turn, each ended a while later) or in the reverse (nested tasks; a task begun and ended in one
-/// handler). A deque drops them from the front as cheaply as from the back, and the front and the
-/// back are looked at before the search.
+/// handler). The front is an offset into the array, so dropping from it moves nothing until the
+/// dropped part is half the array; the front and the back are looked at before the search. (A
+/// `Deque` of the same elements cost a type-metadata lookup on every access.)
 ///
 /// Background tasks and timers keep theirs here: a table keyed by id cost two hashed operations
 /// for each, and a list searched from the front grew with every value still there.
 struct IDSlots<Value> {
-    private var slots = Deque<(id: Int, value: Value?)>()
+    fileprivate struct Slot {
+        var id: Int
+        var value: Value?
+    }
+
+    /// The slots from `head` on are in use; the ones before it were dropped from the front.
+    private var slots: [Slot] = []
+    private var head = 0
     /// The values that are not holes.
     private(set) var count = 0
-    /// The slots, holes included.
-    var slotCount: Int { slots.count }
+    /// The slots in use, holes included.
+    var slotCount: Int { slots.count - head }
 
     /// Adds `value` under `id`, which must be greater than every id added before.
     mutating func append(_ id: Int, _ value: Value) {
-        assert(slots.isEmpty || slots[slots.count - 1].id < id, "ids must grow")
-        slots.append((id, value))
+        assert(slots.count == head || slots[slots.count - 1].id < id, "ids must grow")
+        slots.append(Slot(id: id, value: value))
         count += 1
     }
 
@@ -43,10 +49,19 @@ struct IDSlots<Value> {
         guard let index = index(of: id), let value = slots[index].value.take() else { return nil }
         count -= 1
         if index == slots.count - 1 {
-            repeat { slots.removeLast() } while !slots.isEmpty && isHole(slots.count - 1)
-        } else if index == 0 {
-            repeat { slots.removeFirst() } while !slots.isEmpty && isHole(0)
-        } else if slots.count > 2 * count + 16 {
+            // The newest went: it and the holes before it go now.
+            repeat { slots.removeLast() } while slots.count > head && isHole(slots.count - 1)
+            if slots.count == head, head > 0 { removeAll() }
+        } else if index == head {
+            // The oldest went: it and the holes after it go now (the last slot is not a hole).
+            repeat { head += 1 } while isHole(head)
+            if head > 16, head * 2 > slots.count {
+                slots.removeFirst(head)
+                head = 0
+            }
+        } else if slots.count - head > 2 * count + 16 {
+            slots.removeFirst(head)
+            head = 0
             slots.removeAll { $0.value == nil }
         }
         return value
@@ -54,24 +69,24 @@ struct IDSlots<Value> {
 
     /// Changes the value under `id` in place, if it is there; returns what `change` returns.
     mutating func update<R>(_ id: Int, _ change: (inout Value) -> R) -> R? {
-        guard let index = index(of: id), slots[index].value != nil else { return nil }
+        guard let index = index(of: id), !isHole(index) else { return nil }
         return change(&slots[index].value!)
     }
 
     /// Changes every value in place, in id order.
     mutating func updateAll(_ change: (inout Value) -> Void) {
-        for index in slots.indices where !isHole(index) { change(&slots[index].value!) }
+        for index in head..<slots.count where !isHole(index) { change(&slots[index].value!) }
     }
 
     /// The values, in id order.
-    var values: [Value] { slots.compactMap(\.value) }
+    var values: [Value] { slots[head...].compactMap(\.value) }
 
     /// The ids and values, in id order.
-    var entries: [(id: Int, value: Value)] { slots.compactMap { slot in slot.value.map { (slot.id, $0) } } }
+    var entries: [(id: Int, value: Value)] { slots[head...].compactMap { slot in slot.value.map { (slot.id, $0) } } }
 
     /// Whether any value satisfies `test`.
     func contains(where test: (Value) -> Bool) -> Bool {
-        slots.indices.contains { index in
+        (head..<slots.count).contains { index in
             switch slots[index].value {
             case .none: false
             case .some(let value): test(value)
@@ -80,7 +95,8 @@ struct IDSlots<Value> {
     }
 
     mutating func removeAll() {
-        slots.removeAll()
+        slots.removeAll(keepingCapacity: true)
+        head = 0
         count = 0
     }
 
@@ -96,10 +112,10 @@ struct IDSlots<Value> {
     /// Where `id` is in `slots`, a hole or not, if it is there.
     private func index(of id: Int) -> Int? {
         let n = slots.count
-        guard n > 0 else { return nil }
-        if slots[0].id == id { return 0 }
+        guard n > head else { return nil }
+        if slots[head].id == id { return head }
         if slots[n - 1].id == id { return n - 1 }
-        var low = 0, high = n
+        var low = head, high = n
         while low < high {
             let mid = (low + high) / 2
             if slots[mid].id < id { low = mid + 1 } else { high = mid }
@@ -109,3 +125,4 @@ struct IDSlots<Value> {
 }
 
 extension IDSlots: Sendable where Value: Sendable {}
+extension IDSlots.Slot: Sendable where Value: Sendable {}
