@@ -53,7 +53,7 @@ static int lifeline_task_index(lua_State *L) {
 }
 
 LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id) {
-    LifelineTaskHandle *h = (LifelineTaskHandle *)lua_newuserdatauv(L, sizeof(LifelineTaskHandle), 1);
+    LifelineTaskHandle *h = (LifelineTaskHandle *)lua_newuserdatauv(L, sizeof(LifelineTaskHandle), 2);
     h->id = id;
     h->outcome = 0;
     luaL_setmetatable(L, LIFELINE_TASK);

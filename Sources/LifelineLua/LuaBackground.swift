@@ -15,9 +15,10 @@ import Lifeline
 /// After an expiration or a cancel, `fn` has the expiration-handler limit, on the host's clock, to
 /// return; then the host closes the coroutine (its to-be-closed variables run) and ends the task.
 ///
-/// Threading: main executor only. Ownership: the plugin's `works` holds the object until it
-/// finishes; the coroutine is held by a registry reference, released when it finishes (or with
-/// the state).
+/// Threading: main executor only. Ownership: the plugin's `works` (or the operation), and a
+/// queued slice's job, hold the object until it finishes. The coroutine is held through a registry
+/// reference (the task handle's, whose second user value it is, or the operation's own),
+/// released when it finishes (or with the state).
 final class LuaBackgroundWork: HostJob {
     /// What became of the work; stored in the Lua handle for `done()` and `wait()`.
     enum Outcome: Int32 {
@@ -86,7 +87,9 @@ final class LuaBackgroundWork: HostJob {
     private var kindName: String { taskID == nil ? "operation" : "background task" }
 
     /// - Parameters: `thread` holds `fn` and its arguments (`arguments` of them, the task handle
-    ///   first); `threadRef` and `handleRef` are registry references this object releases.
+    ///   first); `threadRef` and `handleRef` are registry references this object releases. A
+    ///   `lifeline.background` work's coroutine is held by its handle, and its `threadRef` is
+    ///   LUA_NOREF.
     init(
         taskID: Int?, number: Int, name: String?, plugin: LuaPlugin, context: PluginContext,
         thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32, charge: HostCharge? = nil
@@ -368,11 +371,14 @@ final class LuaBackgroundWork: HostJob {
                     LuaModule.push(L, message)
                     lua_setiuservalue(L, -2, 1)
                 }
+                // The finished coroutine goes with the garbage, even if the plugin keeps the handle.
+                lua_pushnil(L)
+                lua_setiuservalue(L, -2, 2)
             }
             lifeline_pop(L, 1)
             lifeline_bridge_leave(L)
             lifeline_unref(L, handleRef)
-            lifeline_unref(L, threadRef)
+            if threadRef != LUA_NOREF { lifeline_unref(L, threadRef) }
         }
         if let taskID { context.endBackgroundTask(taskID) }
         onEnd?(outcome)

@@ -44,7 +44,7 @@ public final class LuaPlugin: PluginInstance {
 
     let link = Link()
     /// `lifeline.background` works that have not finished, by task id and by coroutine.
-    private var works: [Int: LuaBackgroundWork] = [:]
+    private var works = IDSlots<AnyObject>()
     /// Works and operations' coroutines that have not finished.
     private var liveWorks = 0
     /// The work whose coroutine the host is resuming (or closing) now: a waiting call finds its
@@ -252,18 +252,18 @@ public final class LuaPlugin: PluginInstance {
     /// Operations this plugin added that have not finished, by id.
     var operations: [Int: LuaOperation] = [:]
 
-    /// Keeps a work until it finishes.
+    /// Keeps a work until it finishes. Task ids only grow, so the works stay in id order.
     func remember(_ work: LuaBackgroundWork) {
-        if let id = work.taskID { works[id] = work }
+        if let id = work.taskID { works.append(id, work) }
         liveWorks += 1
     }
 
     func forget(_ work: LuaBackgroundWork) {
-        if let id = work.taskID { works[id] = nil }
+        if let id = work.taskID { works.remove(id) }
         liveWorks -= 1
     }
 
-    func work(id: Int) -> LuaBackgroundWork? { works[id] }
+    func work(id: Int) -> LuaBackgroundWork? { works.value(id).map { unsafeDowncast($0, to: LuaBackgroundWork.self) } }
     /// The work whose coroutine `L` is, if the host runs it and it is running.
     func work(thread L: OpaquePointer) -> LuaBackgroundWork? {
         guard let work = runningWork, work.thread == L else { return nil }

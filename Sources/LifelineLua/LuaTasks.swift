@@ -54,8 +54,11 @@ extension LuaModule {
             return LIFELINE_RAISE
         }
         lifeline_mark_host_thread(co)
-        let threadRef = luaL_ref(L, lifeline_registryindex())  // pops the thread
-        lifeline_push_task(L, lua_Integer(id))                   // stack: args..., handle
+        // The handle holds the coroutine until the work finishes, so one registry reference, the
+        // handle's, keeps both.
+        lifeline_push_task(L, lua_Integer(id))  // stack: args..., co, handle
+        lua_rotate(L, -2, 1)                    // stack: args..., handle, co
+        lua_setiuservalue(L, -2, 2)             // stack: args..., handle
         lua_pushvalue(L, -1)
         let handleRef = luaL_ref(L, lifeline_registryindex())
         lua_pushvalue(L, 2)  // fn
@@ -70,7 +73,7 @@ extension LuaModule {
         }
         let work = LuaBackgroundWork(
             taskID: id, number: id, name: name, plugin: plugin, context: context, thread: co,
-            threadRef: threadRef, handleRef: handleRef, arguments: 1 + max(0, top - 2), charge: charge)
+            threadRef: LUA_NOREF, handleRef: handleRef, arguments: 1 + max(0, top - 2), charge: charge)
         box.work = work
         plugin.remember(work)
         work.start()

@@ -205,8 +205,8 @@ typedef struct LifelineTaskHandle {
     int outcome;  // 0 running, else what the host stored (see LuaBackgroundWork.Outcome)
 } LifelineTaskHandle;
 
-/// Pushes a new task handle (allocates: call with the cap lifted). Its one user value holds the
-/// message of a failed task.
+/// Pushes a new task handle (allocates: call with the cap lifted). Its first user value holds the
+/// message of a failed task; its second, the work's coroutine until the work finishes.
 LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id);
 /// The task handle at `idx`, or NULL.
 LifelineTaskHandle *lifeline_to_task(lua_State *L, int idx);

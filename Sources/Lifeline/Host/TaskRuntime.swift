@@ -16,7 +16,14 @@ final class TaskRuntime {
     // copied out of the table before it is called: no access to either can overlap another, so the
     // runtime's check on each one is skipped.
     @exclusivity(unchecked) private var tasks: TaskRegistry
-    @exclusivity(unchecked) private var expirationHandlers = IDSlots<(plugin: Int, callback: PluginCallback)>()
+    @exclusivity(unchecked) private var expirationHandlers = IDSlots<ExpirationHandler>()
+
+    /// A struct, not a tuple: a function stored as a generic value is kept in its most general
+    /// form, and converting it allocated a thunk for every task with a handler.
+    private struct ExpirationHandler {
+        let plugin: Int
+        let callback: PluginCallback
+    }
     private var budgetJobs: [MainExecutor.JobID] = []
     /// Carries out a termination: the host records it and ends the app.
     var terminate: (Termination) -> Void = { _ in }
@@ -50,7 +57,7 @@ final class TaskRuntime {
         case .began(let id, let expireNow):
             let now = session.now
             recorder.recordTask(.taskBegan, time: now, plugin: context.pluginName, task: id, name: name)
-            if let expirationHandler { expirationHandlers.append(id, (context.index, expirationHandler)) }
+            if let expirationHandler { expirationHandlers.append(id, ExpirationHandler(plugin: context.index, callback: expirationHandler)) }
             if expireNow {
                 // T3: never from inside beginBackgroundTask, so the caller already holds the id.
                 session.scheduleAppJob { [unowned self] in

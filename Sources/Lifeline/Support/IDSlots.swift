@@ -10,7 +10,9 @@
 ///
 /// Background tasks and timers keep theirs here: a table keyed by id cost two hashed operations
 /// for each, and a list searched from the front grew with every value still there.
-struct IDSlots<Value> {
+package struct IDSlots<Value> {
+    package init() {}
+
     fileprivate struct Slot {
         var id: Int
         var value: Value?
@@ -20,19 +22,24 @@ struct IDSlots<Value> {
     private var slots: [Slot] = []
     private var head = 0
     /// The values that are not holes.
-    private(set) var count = 0
+    package private(set) var count = 0
     /// The slots in use, holes included.
     var slotCount: Int { slots.count - head }
 
     /// Adds `value` under `id`, which must be greater than every id added before.
-    mutating func append(_ id: Int, _ value: Value) {
+    @_specialize(exported: true, where Value == AnyObject)
+    package mutating func append(_ id: Int, _ value: Value) {
         assert(slots.count == head || slots[slots.count - 1].id < id, "ids must grow")
         slots.append(Slot(id: id, value: value))
         count += 1
     }
 
     /// The value under `id`, if it is there.
-    subscript(id: Int) -> Value? {
+    subscript(id: Int) -> Value? { value(id) }
+
+    /// The value under `id`, if it is there.
+    @_specialize(exported: true, where Value == AnyObject)
+    package func value(_ id: Int) -> Value? {
         guard let index = index(of: id) else { return nil }
         return slots[index].value
     }
@@ -45,7 +52,8 @@ struct IDSlots<Value> {
 
     /// Removes the value under `id` and returns it; nil if there is none.
     @discardableResult
-    mutating func remove(_ id: Int) -> Value? {
+    @_specialize(exported: true, where Value == AnyObject)
+    package mutating func remove(_ id: Int) -> Value? {
         guard let index = index(of: id), let value = slots[index].value.take() else { return nil }
         count -= 1
         if index == slots.count - 1 {
@@ -94,7 +102,7 @@ struct IDSlots<Value> {
         }
     }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         slots.removeAll(keepingCapacity: true)
         head = 0
         count = 0
