@@ -42,6 +42,8 @@ final class LuaBackgroundWork: HostJob {
     typealias Push = (OpaquePointer) -> Int32
 
     private enum Phase {
+        /// The first resume is queued: `fn` and its arguments (this many) are on the coroutine.
+        case starting(arguments: Int32)
         /// A resume is queued with these values.
         case pending(Push)
         case running
@@ -103,7 +105,7 @@ final class LuaBackgroundWork: HostJob {
         self.thread = thread
         self.threadRef = threadRef
         self.handleRef = handleRef
-        self.phase = .pending({ _ in arguments })
+        self.phase = .starting(arguments: arguments)
     }
 
     var isFinished: Bool {
@@ -148,13 +150,22 @@ final class LuaBackgroundWork: HostJob {
     }
 
     private func runPending() -> CallOutcome {
-        guard case .pending(let push) = phase, let L = plugin.state else { return .returned }
+        let plugin = self.plugin  // taken from its unowned reference once
+        guard let L = plugin.state else { return .returned }
+        let nargs: Int32
+        switch phase {
+        case .starting(let arguments):
+            nargs = arguments
+        case .pending(let push):
+            lifeline_bridge_enter(thread)
+            nargs = push(thread)
+            lifeline_bridge_leave(thread)
+        default:
+            return .returned
+        }
         phase = .running
         started = true
-        lifeline_bridge_enter(thread)
-        let nargs = push(thread)
-        lifeline_bridge_leave(thread)
-        let status = running { lifeline_resume(L, thread, nargs) }
+        let status = running(plugin) { lifeline_resume(L, thread, nargs) }
         switch status {
         case LUA_YIELD:
             if case .running = phase {
@@ -175,7 +186,7 @@ final class LuaBackgroundWork: HostJob {
 
     /// Runs `body`, which runs the coroutine, as the plugin's running work: the waiting calls it
     /// makes find this work.
-    private func running(_ body: () -> Int32) -> Int32 {
+    private func running(_ plugin: LuaPlugin, _ body: () -> Int32) -> Int32 {
         let outer = plugin.runningWork
         plugin.runningWork = self
         defer { plugin.runningWork = outer }
@@ -306,7 +317,7 @@ final class LuaBackgroundWork: HostJob {
             return close(then: reason.outcome, message: nil)
         }
         switch phase {
-        case .pending where !started:
+        case .starting:
             // fn never ran: nothing to unwind.
             finish(reason.outcome, message: nil)
         case .pending:
@@ -343,7 +354,7 @@ final class LuaBackgroundWork: HostJob {
     /// Closes the coroutine, reports an error that one of its __close metamethods raised, and
     /// ends the work; a watchdog stop inside a __close is handed on to the host.
     private func closeThread(_ L: OpaquePointer, then outcome: Outcome, message: String?) -> CallOutcome {
-        let status = running { lifeline_close_thread(L, thread) }
+        let status = running(plugin) { lifeline_close_thread(L, thread) }
         if status != LUA_OK {
             let result = plugin.outcome(status, L)
             if case .preempted = result { return result }
@@ -360,6 +371,7 @@ final class LuaBackgroundWork: HostJob {
         phase = .finished
         if let closeTimer { context.cancelTimer(closeTimer) }
         closeTimer = nil
+        let plugin = self.plugin  // taken from its unowned reference once
         plugin.forget(self)
         if let L = plugin.state {
             lifeline_bridge_enter(L)

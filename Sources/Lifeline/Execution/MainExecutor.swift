@@ -134,8 +134,7 @@ public final class MainExecutor {
     /// Takes the job's body out of its slot and frees the slot; nil if the job is not live.
     private func takeBody(seq: UInt64, slot: Int32) -> Body? {
         let index = Int(slot)
-        guard index < slots.count, slots[index].seq == seq, let body = slots[index].body else { return nil }
-        slots[index].body = nil
+        guard index < slots.count, slots[index].seq == seq, let body = slots[index].body.take() else { return nil }
         freeSlots.append(slot)
         return body
     }

@@ -70,8 +70,8 @@ public final class LifelineHost {
         }
         // Weak: the session holds the executor, so a strong capture here would keep both, and
         // every event the recorder kept, alive after the host is gone.
-        executor.appJobsAllowed = { [weak session] generation in
-            guard let session, generation == session.generation, session.appRunning else { return .drop }
+        executor.appJobsAllowed = { [link = session.link] generation in
+            guard let session = link.session, generation == session.generation, session.appRunning else { return .drop }
             return session.visibleState == .suspended ? .hold : .run
         }
         if let database = configuration.database {

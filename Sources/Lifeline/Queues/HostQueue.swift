@@ -54,7 +54,20 @@ package final class HostQueue {
         self.maxConcurrent = maxConcurrent
         self.session = session
         self.endBackgroundTask = endBackgroundTask
+        link.queue = self
     }
+
+    deinit { link.queue = nil }
+
+    /// Whether this queue is still there, for what may outlive it: its operations, which a plugin
+    /// may keep past the launch, and its jobs. They hold this, not a weak reference to the queue:
+    /// a weak reference gives the queue a side table, and then every retain of it, several an
+    /// operation, takes the runtime's slow path.
+    final class Link {
+        fileprivate(set) unowned(unsafe) var queue: HostQueue?
+    }
+
+    let link = Link()
 
     /// Pending and running operations.
     public var count: Int { pendingCount + running.count }
@@ -76,7 +89,7 @@ package final class HostQueue {
     public func add(_ op: QueueOperation, unique: UniquenessPolicy = .ignore) -> AddResult {
         if unique != .ignore, let name = op.name, let old = live(named: name) {
             if unique == .drop {
-                op.queue = self
+                op.queueLink = link
                 session.record(
                     "opDropped", fields(op) + [("existing", .int(Int64(old.id)))])
                 op.markFinished()
@@ -85,7 +98,7 @@ package final class HostQueue {
             session.record("opReplaced", fields(op) + [("replaced", .int(Int64(old.id)))])
             if old.state == .pending, let i = pendingIndex(of: old) {
                 // It waits in the old one's place, and in its sequence.
-                op.queue = self
+                op.queueLink = link
                 op.predecessor = old.predecessor
                 for later in pending[(i + 1)...] where later.predecessor === old { later.predecessor = op }
                 pending[i] = op
@@ -117,7 +130,7 @@ package final class HostQueue {
     }
 
     private func enqueue(_ op: QueueOperation, atFront: Bool) {
-        op.queue = self
+        op.queueLink = link
         if atFront {
             pending.prepend(op)
         } else {
@@ -251,8 +264,8 @@ package final class HostQueue {
     /// Begins the queue's task if it has work it may do and holds none.
     private func ensureTask(_ context: PluginContext) {
         guard taskID == 0, !expired, !running.isEmpty || (pendingCount > 0 && suspendCount == 0) else { return }
-        let id = context.beginBackgroundTask(name: "queue \(name)") { [weak self] in
-            self?.taskExpired()
+        let id = context.beginBackgroundTask(name: "queue \(name)") { [link] in
+            link.queue?.taskExpired()
             return .returned
         }
         taskID = id
@@ -261,7 +274,7 @@ package final class HostQueue {
     private func schedulePump() {
         guard !pumpScheduled, !pumping else { return }
         pumpScheduled = true
-        session.scheduleAppJob { [weak self] in self?.pump() }
+        session.scheduleAppJob { [link] in link.queue?.pump() }
     }
 
     /// One turn of the queue: starts what it may, tells the delegates, ends the task when done.
@@ -347,9 +360,9 @@ package final class HostQueue {
         // Only an operation still running needs its timeout: most synchronous ones are done.
         if op.state == .running && op.timeout.isFinite {
             op.timeoutJob = session.scheduleAppJob(at: startedAt.adding(seconds: op.timeout)) {
-                [weak self, weak op] in
-                guard let self, let op else { return }
-                timedOut(op)
+                [link, weak op] in
+                guard let op else { return }
+                link.queue?.timedOut(op)
             }
         }
     }

@@ -54,7 +54,9 @@ public final class QueueOperation: @unchecked Sendable {
     // observers out before it calls them), so the runtime's exclusivity check is skipped.
     @exclusivity(unchecked) public var onTimeout: PluginCallback?
     @exclusivity(unchecked) var body: (any QueueOperationBody)?
-    weak var queue: HostQueue?
+    /// The queue it was added to, while that queue is there.
+    var queue: HostQueue? { queueLink?.queue }
+    @exclusivity(unchecked) var queueLink: HostQueue.Link?
 
     @exclusivity(unchecked) public private(set) var state: State = .pending
     /// Whether it was told to stop: cancelled, timed out or expired.
