@@ -140,16 +140,21 @@ static int lifeline_msgh(lua_State *L) {
     return 1;
 }
 
-int lifeline_pcall(lua_State *L, int nargs, int nresults) {
+/// lifeline_pcall with the message handler already at `base`, under the function and its args.
+static int lifeline_pcall_at(lua_State *L, int base, int nargs, int nresults) {
     LifelineControl *c = lifeline_control_of(L);
-    int base = lua_gettop(L) - nargs;      // index of the function
-    lua_pushcfunction(L, lifeline_msgh);   // stack: ..., f, args..., msgh
-    lua_insert(L, base);                   // stack: ..., msgh, f, args...
     LifelineControl *outer = lifeline_enter(c);
     int status = lua_pcall(L, nargs, nresults, base);
     lifeline_leave(c, outer);
     lua_remove(L, base);                   // stack: ..., results or message
     return status;
+}
+
+int lifeline_pcall(lua_State *L, int nargs, int nresults) {
+    int base = lua_gettop(L) - nargs;      // index of the function
+    lua_pushcfunction(L, lifeline_msgh);   // stack: ..., f, args..., msgh
+    lua_insert(L, base);                   // stack: ..., msgh, f, args...
+    return lifeline_pcall_at(L, base, nargs, nresults);
 }
 
 // ---------------------------------------------------------------- coroutines that the watchdog can reach
@@ -267,9 +272,9 @@ static void lifeline_push_cached(lua_State *L, int cache, int slot, const char *
 static int lifeline_call_thunk(lua_State *L) {
     lua_Integer ref = lua_tointeger(L, 1);
     const LifelineEvent *ev = (const LifelineEvent *)lua_touserdata(L, 2);
-    lua_settop(L, 0);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);  // stack: f
     if (ev == NULL) {
+        lua_settop(L, 0);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ref);  // stack: f
         lua_call(L, 0, 0);
         return 0;
     }
@@ -278,18 +283,20 @@ static int lifeline_call_thunk(lua_State *L) {
         lua_newtable(L);
         c->strings_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->strings_ref);  // stack: f, cache
-    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);     // stack: f, cache, event
-    lifeline_push_cached(L, 2, SLOT_NAME, "name");
-    lifeline_push_cached(L, 2, ev->name_slot > 0 ? SLOT_FIRST_VALUE + ev->name_slot : 0, ev->name);
+    // The cache goes under the function, so the call leaves it there: no value is moved.
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->strings_ref);  // stack: cache
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);             // stack: cache, f
+    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);     // stack: cache, f, event
+    lifeline_push_cached(L, 1, SLOT_NAME, "name");
+    lifeline_push_cached(L, 1, ev->name_slot > 0 ? SLOT_FIRST_VALUE + ev->name_slot : 0, ev->name);
     lua_rawset(L, 3);
-    lifeline_push_cached(L, 2, SLOT_TIME, "time");
+    lifeline_push_cached(L, 1, SLOT_TIME, "time");
     lua_pushnumber(L, ev->time);
     lua_rawset(L, 3);
-    lifeline_push_cached(L, 2, SLOT_STATE, "state");
-    lifeline_push_cached(L, 2, ev->state_slot > 0 ? SLOT_FIRST_VALUE + 64 + ev->state_slot : 0, ev->state);
+    lifeline_push_cached(L, 1, SLOT_STATE, "state");
+    lifeline_push_cached(L, 1, ev->state_slot > 0 ? SLOT_FIRST_VALUE + 64 + ev->state_slot : 0, ev->state);
     lua_rawset(L, 3);
-    lua_remove(L, 2);                                    // stack: f, event
     if (ev->transfer_id) {
         lua_pushstring(L, ev->transfer_id);
         lua_setfield(L, -2, "id");
@@ -306,16 +313,20 @@ static int lifeline_call_thunk(lua_State *L) {
             lua_setfield(L, -2, "total");
         }
     }
-    lua_call(L, 1, 0);                  // stack: (empty)
+    lua_call(L, 1, 0);                  // stack: cache
     return 0;
 }
 
 int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
     lifeline_control_of(L)->deep_oom = 0;
-    lua_pushcfunction(L, lifeline_call_thunk);  // stack: thunk (a light C function: no allocation)
-    lua_pushinteger(L, ref);                    // stack: thunk, ref
-    lua_pushlightuserdata(L, (void *)event);    // stack: thunk, ref, event
-    return lifeline_pcall(L, 2, 0);             // stack: (empty) or message
+    // Pushed in the order the call wants them, so nothing is moved under the function: this runs
+    // for every handler.
+    int base = lua_gettop(L) + 1;
+    lua_pushcfunction(L, lifeline_msgh);        // stack: msgh
+    lua_pushcfunction(L, lifeline_call_thunk);  // stack: msgh, thunk (light C functions: no allocation)
+    lua_pushinteger(L, ref);                    // stack: msgh, thunk, ref
+    lua_pushlightuserdata(L, (void *)event);    // stack: msgh, thunk, ref, event
+    return lifeline_pcall_at(L, base, 2, 0);    // stack: (empty) or message
 }
 
 static int lifeline_call_value_thunk(lua_State *L) {

@@ -25,6 +25,9 @@ package final class HostQueue {
     public let name: String
     public let maxConcurrent: Int
     private let session: AppSession
+    /// The session's recorder, held here: loaded through the session, it was retained and released
+    /// around the clock read of every event (see `TaskRuntime.recorder`).
+    private let recorder: Recorder
     /// Ends a background task the queue began.
     private let endBackgroundTask: (Int) -> Void
 
@@ -53,6 +56,7 @@ package final class HostQueue {
         self.name = name
         self.maxConcurrent = maxConcurrent
         self.session = session
+        self.recorder = session.recorder
         self.endBackgroundTask = endBackgroundTask
         link.queue = self
     }
@@ -392,8 +396,9 @@ package final class HostQueue {
 
     /// `opStarted`, or `opFinished` with how it finished.
     private func record(_ event: TimelineStore.Kind, _ op: QueueOperation) {
-        session.recorder.recordOperation(
-            event, time: session.now, plugin: op.context.pluginName, queue: name, op: op.id, name: op.name,
+        let now = session.now
+        recorder.recordOperation(
+            event, time: now, plugin: op.context.pluginName, queue: name, op: op.id, name: op.name,
             finished: event == .opFinished
                 ? TimelineEvent.OperationEnding(
                     timedOut: op.stopReason == .timedOut, cancelled: op.stopReason == .cancelled,

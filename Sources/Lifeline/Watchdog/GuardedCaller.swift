@@ -29,6 +29,9 @@ final class GuardedCaller {
     }
 
     private let session: AppSession
+    /// The session's recorder, held here so that reaching it costs no retain (see
+    /// `TaskRuntime.recorder`).
+    private let recorder: Recorder
     private let watchdog: Watchdog
     private let clock: any WatchdogClock
     private let watchdogScale: Double
@@ -50,11 +53,12 @@ final class GuardedCaller {
 
     init(session: AppSession, configuration: HostConfiguration) {
         self.session = session
+        self.recorder = session.recorder
         self.watchdogScale = configuration.watchdogScale
         self.recordsHandlerCalls = configuration.recordsHandlerCalls
         self.clock = configuration.watchdogClock
         let fatal = configuration.onUnpreemptibleOverrun
-        let recorder = session.recorder
+        let recorder = recorder
         self.watchdog = Watchdog(stopGrace: configuration.stopGrace, clock: configuration.watchdogClock) { target in
             if target.handler == GuardedCaller.loadHandler.description {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
@@ -131,8 +135,8 @@ final class GuardedCaller {
     /// from inside plugin code (plugin code does not call plugin code).
     func callNow(_ context: PluginContext, handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
         guard session.isCurrent(context) else { return }
-        let profile = session.profile
-        let seconds = limit == .expirationHandler ? profile.expirationHandlerLimit : profile.transitionLimit
+        // The two fields, not the profile: a copy of it retains and releases its name.
+        let seconds = limit == .expirationHandler ? session.profile.expirationHandlerLimit : session.profile.transitionLimit
         call(context.index, in: openWindow(limit: seconds, handler: handler), callback)
     }
 
@@ -158,7 +162,7 @@ final class GuardedCaller {
     /// - Parameter fired: whether the watchdog acted during the call: its deadline passed. Overruns
     ///   are the watchdog's to detect, so a call costs no clock read of its own.
     func settle(_ outcome: CallOutcome, fired: Bool) -> Settled {
-        if session.recorder.isTerminated {
+        if recorder.isTerminated {
             if session.appRunning { endApp() }
             return .terminated
         }
