@@ -62,7 +62,9 @@ final class LuaBackgroundWork: HostJob {
     var label: String { "\(kindName) \(number)" }
     let name: String?
     /// Called once it finished, with what became of it.
-    var onEnd: ((Outcome) -> Void)?
+    // `onEnd` and `waiters` are copied out before what they hold is called, so no access to them
+    // overlaps another, and the runtime's check on each is skipped.
+    @exclusivity(unchecked) var onEnd: ((Outcome) -> Void)?
     private unowned let plugin: LuaPlugin
     private let context: PluginContext
     let thread: OpaquePointer
@@ -77,7 +79,7 @@ final class LuaBackgroundWork: HostJob {
     /// Closes the coroutine if it has not returned within the grace after an interruption.
     private var closeTimer: Int?
     /// Works waiting on this one (`task:wait()`).
-    private var waiters: [LuaBackgroundWork] = []
+    @exclusivity(unchecked) private var waiters: [LuaBackgroundWork] = []
     /// The work this one waits on, in `task:wait()`.
     private weak var waitingOn: LuaBackgroundWork?
     /// An interruption that came while the coroutine ran (it cancelled itself): the next waiting

@@ -38,7 +38,7 @@ extension LuaModule {
         let top = lua_gettop(L)
         // The expiration handler reaches the work through this. The host drops the handler when the
         // task ends, which the work's end does; a weak reference would give every work a side table.
-        final class Box { var work: LuaBackgroundWork? }
+        final class Box { @exclusivity(unchecked) var work: LuaBackgroundWork? }  // set once, read once
         let box = Box()
         let id = context.beginBackgroundTask(name: name) {
             box.work?.interrupt(.expired)

@@ -86,7 +86,7 @@ public final class MainExecutor {
     }
 
     /// Whether app jobs may run now; the host says no while the app is suspended (SPEC 3).
-    public var appJobsAllowed: (Int) -> AppJobPolicy = { _ in .run }
+    @exclusivity(unchecked) public var appJobsAllowed: (Int) -> AppJobPolicy = { _ in .run }
 
     /// What to do with an app job that falls due.
     public enum AppJobPolicy { case run, hold, drop }
