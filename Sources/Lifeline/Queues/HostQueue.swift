@@ -220,7 +220,8 @@ package final class HostQueue {
         case .finished: return
         case .pending: pendingCount -= 1
         case .running:
-            running.removeAll { $0 === op }
+            // Most often the only one, or the last started (a serial queue, synchronous code).
+            if running.last === op { running.removeLast() } else { running.removeAll { $0 === op } }
             if let job = op.timeoutJob { session.executor.cancel(job) }
         }
         conclude(op)

@@ -120,9 +120,9 @@ public final class QueueOperation: @unchecked Sendable {
     func markFinished() {
         state = .finished
         predecessor = nil
-        let body = self.body
-        self.body = nil
+        let body = self.body.take()
         body?.finished(self)
+        guard !observers.isEmpty else { return }
         let observers = self.observers
         self.observers.removeAll()
         for observer in observers { observer() }
