@@ -44,13 +44,15 @@ public final class LuaPlugin: PluginInstance {
 
     let link = Link()
     /// `lifeline.background` works that have not finished, by task id and by coroutine.
-    private var works = IDSlots<AnyObject>()
+    // Every `lifeline.background` touches these; no access to them calls out, so none can overlap
+    // another, and the runtime's check on each is skipped.
+    @exclusivity(unchecked) private var works = IDSlots<AnyObject>()
     /// Works and operations' coroutines that have not finished.
-    private var liveWorks = 0
+    @exclusivity(unchecked) private var liveWorks = 0
     /// The work whose coroutine the host is resuming (or closing) now: a waiting call finds its
     /// work here. Only one runs at a time, since slices run as host jobs and the plugin's own
     /// coroutine library refuses the host's coroutines.
-    var runningWork: LuaBackgroundWork?
+    @exclusivity(unchecked) var runningWork: LuaBackgroundWork?
 
     /// Creates the state and opens the sandbox. Nothing of the plugin's code runs yet.
     ///
