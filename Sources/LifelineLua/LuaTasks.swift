@@ -36,14 +36,9 @@ extension LuaModule {
             plugin.chargeEvents(3, text: name?.utf8.count ?? 0)
         else { return LIFELINE_NOMEM }
         let top = lua_gettop(L)
-        // The expiration handler reaches the work through this. The host drops the handler when the
-        // task ends, which the work's end does; a weak reference would give every work a side table.
-        final class Box { @exclusivity(unchecked) var work: LuaBackgroundWork? }  // set once, read once
-        let box = Box()
-        let id = context.beginBackgroundTask(name: name) {
-            box.work?.interrupt(.expired)
-            return .returned
-        }
+        // The expiration handler is set once the work exists (below): nothing can expire the task
+        // before then, since expiration never comes from inside beginBackgroundTask (T3).
+        let id = context.beginBackgroundTask(name: name, expirationHandler: nil)
         guard id != 0 else {
             // The app is not running, or the task limit was passed (the caller is being stopped).
             lifeline_push_task(L, 0)
@@ -74,7 +69,12 @@ extension LuaModule {
         let work = LuaBackgroundWork(
             taskID: id, number: id, name: name, plugin: plugin, context: context, thread: co,
             threadRef: LUA_NOREF, handleRef: handleRef, arguments: 1 + max(0, top - 2), charge: charge)
-        box.work = work
+        // The host drops the handler, and its hold on the work, when the task ends, which the
+        // work's end does. It holds nothing but the work, so it needs no allocation of its own.
+        context.setExpirationHandler(task: id) { [work] in
+            work.interrupt(.expired)
+            return .returned
+        }
         plugin.remember(work)
         work.start()
         return 1

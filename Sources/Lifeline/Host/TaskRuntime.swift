@@ -68,6 +68,14 @@ final class TaskRuntime {
         }
     }
 
+    /// Gives active task `id` its expiration handler, when the handler could not be made before
+    /// the task began (it needs what is made with the task's id).
+    func setExpirationHandler(_ context: PluginContext, id: Int, _ handler: @escaping PluginCallback) {
+        guard tasks.isActive(id) else { return }
+        expirationHandlers.remove(id)
+        expirationHandlers.insert(id, ExpirationHandler(plugin: context.index, callback: handler))
+    }
+
     /// T6: ends a plugin's task; false, with iOS's warning, if it is unknown or ended.
     func end(_ context: PluginContext, id: Int) -> Bool {
         if end(id) { return true }

@@ -83,6 +83,13 @@ public final class PluginContext: @unchecked Sendable {
         return parts.tasks.begin(self, name: name, expirationHandler: expirationHandler)
     }
 
+    /// Gives active task `id` its expiration handler, when the handler is made with what the
+    /// task's id made (a Lua background work): begin the task with none, then set it at once.
+    package func setExpirationHandler(task id: Int, _ handler: @escaping PluginCallback) {
+        guard isCurrent else { return }
+        parts.tasks.setExpirationHandler(self, id: id, handler)
+    }
+
     /// T6: ends a background task. Returns false, with iOS's warning, if it is unknown or ended.
     @discardableResult
     public func endBackgroundTask(_ id: Int) -> Bool {

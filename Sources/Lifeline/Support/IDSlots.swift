@@ -34,6 +34,20 @@ package struct IDSlots<Value> {
         count += 1
     }
 
+    /// Adds `value` under `id`, which no value has; in id order, wherever it falls (an append when
+    /// `id` is the greatest).
+    mutating func insert(_ id: Int, _ value: Value) {
+        guard slots.count > head, slots[slots.count - 1].id > id else { return append(id, value) }
+        var low = head, high = slots.count
+        while low < high {
+            let mid = (low + high) / 2
+            if slots[mid].id < id { low = mid + 1 } else { high = mid }
+        }
+        precondition(slots[low].id != id, "id \(id) is there already")
+        slots.insert(Slot(id: id, value: value), at: low)
+        count += 1
+    }
+
     /// The value under `id`, if it is there.
     subscript(id: Int) -> Value? { value(id) }
 

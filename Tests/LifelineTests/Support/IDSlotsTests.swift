@@ -76,3 +76,17 @@ private func check(seed: UInt64, steps: Int, removal: (inout SplitMix64, [Int]) 
     for id in (1501...2000).reversed() { slots.remove(id) }
     #expect(slots.slotCount == 500)
 }
+
+@Test func idSlots_insertKeepsIdOrderWhereverTheIdFalls() {
+    var slots = IDSlots<Int>()
+    for id in [2, 4, 8] { slots.insert(id, id) }
+    slots.insert(6, 6)
+    slots.insert(1, 1)
+    slots.insert(9, 9)
+    #expect(slots.entries.map(\.id) == [1, 2, 4, 6, 8, 9])
+    #expect(slots[6] == 6)
+    #expect(slots.remove(1) == 1)
+    slots.insert(3, 3)
+    #expect(slots.values == [2, 3, 4, 6, 8, 9])
+    #expect(slots.count == 6)
+}
