@@ -125,7 +125,7 @@ enum LuaModule {
         guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
         // The closure holds the plugin strongly: the host drops it before it closes the plugin,
         // and the plugin holds nothing of the host's, so there is no cycle.
-        let id = context.subscribe(event, handler: { e in plugin.call(ref: fn.ref, event: e) })
+        let id = context.subscribe(event, handler: { e in fn.call(event: e) })
         lifeline_push_handle(L, subscriptionHandle, lua_Integer(id))
         return 1
     }
@@ -155,7 +155,7 @@ enum LuaModule {
             var handler: PluginCallback?
             if lifeline_isfunction(L, handlerIndex) != 0 {
                 guard let fn = ref(L, plugin, handlerIndex) else { return LIFELINE_NOMEM }
-                handler = { plugin.call(ref: fn.ref, event: nil) }
+                handler = { fn.call() }
             }
             // taskBegan, then taskEnded or taskExpiring and taskEnded.
             guard plugin.chargeEvents(3, text: name?.utf8.count ?? 0) else { return LIFELINE_NOMEM }
@@ -262,7 +262,7 @@ enum LuaModule {
             guard let context = plugin.unretainedContext else { return 0 }
             guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
             let id = context._withUnsafeGuaranteedRef {
-                $0.startTimer(after: seconds, callback: { plugin.call(ref: fn.ref, event: nil) })
+                $0.startTimer(after: seconds, callback: { fn.call() })
             }
             lifeline_push_handle(L, timerHandle, lua_Integer(id))
             return 1

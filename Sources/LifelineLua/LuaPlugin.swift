@@ -323,6 +323,14 @@ final class LuaRef {
         if let L = plugin.state { lifeline_unref(L, ref) }
         plugin.uncharge(LuaPlugin.recordBytes)
     }
+
+    /// Calls the function, with an event table when `event` is given; nothing once the plugin is
+    /// gone. A closure that holds only this reference (`{ fn.call() }`) needs no allocation of its
+    /// own, where one that also held the plugin made one for every timer and handler.
+    func call(event: LifecycleEvent? = nil) -> CallOutcome {
+        guard let plugin = link.plugin else { return .returned }
+        return plugin.call(ref: ref, event: event)
+    }
 }
 
 /// Bytes the host keeps on a plugin's behalf (its records of timers, subscriptions, background

@@ -28,7 +28,9 @@ public final class LifelineHost {
     public let logger: Logger
     private let configuration: HostConfiguration
     private let descriptors: [PluginDescriptor]
-    private var lifecycle = Lifecycle()
+    /// A pure value: its methods call nothing out, so no access to it can overlap another, and the
+    /// runtime's check, made after every job, is skipped.
+    @exclusivity(unchecked) private var lifecycle = Lifecycle()
     /// This launch: what the components read.
     private let session: AppSession
     /// What each plugin's context reaches.

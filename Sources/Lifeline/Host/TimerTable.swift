@@ -9,7 +9,9 @@ final class TimerTable {
 
     private let session: AppSession
     private let caller: GuardedCaller
-    private var timers = IDSlots<(plugin: Int, job: MainExecutor.JobID)>()
+    /// Touched by every timer; no access to it calls out (the loops go over copies), so the
+    /// runtime's exclusivity check is skipped.
+    @exclusivity(unchecked) private var timers = IDSlots<(plugin: Int, job: MainExecutor.JobID)>()
     private var nextID = 1
 
     init(session: AppSession, caller: GuardedCaller) {
