@@ -125,7 +125,7 @@ enum LuaModule {
         guard let fn = ref(L, plugin, 2) else { return LIFELINE_NOMEM }
         // The closure holds the plugin strongly: the host drops it before it closes the plugin,
         // and the plugin holds nothing of the host's, so there is no cycle.
-        let id = context.subscribe(event, handler: { e in fn.call(event: e) })
+        let id = context.subscribe(event, handler: { e in plugin.call(ref: fn.ref, event: e) })
         lifeline_push_handle(L, subscriptionHandle, lua_Integer(id))
         return 1
     }

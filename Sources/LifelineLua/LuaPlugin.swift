@@ -324,12 +324,13 @@ final class LuaRef {
         plugin.uncharge(LuaPlugin.recordBytes)
     }
 
-    /// Calls the function, with an event table when `event` is given; nothing once the plugin is
-    /// gone. A closure that holds only this reference (`{ fn.call() }`) needs no allocation of its
-    /// own, where one that also held the plugin made one for every timer and handler.
-    func call(event: LifecycleEvent? = nil) -> CallOutcome {
+    /// Calls the function; nothing once the plugin is gone. A closure that holds only this
+    /// reference (`{ fn.call() }`) needs no allocation of its own, where one that also held the
+    /// plugin made one for every timer. (A subscription's closure, made once and called for every
+    /// event, keeps the plugin instead: reaching it through the link costs each call a retain.)
+    func call() -> CallOutcome {
         guard let plugin = link.plugin else { return .returned }
-        return plugin.call(ref: ref, event: event)
+        return plugin.call(ref: ref, event: nil)
     }
 }
 

@@ -408,7 +408,7 @@ extension LuaModule {
         }
         guard lifeline_isfunction(L, 3) != 0 else { return typeError(L, 3, fname, "function") }
         guard let fn = ref(L, plugin, 3) else { return LIFELINE_NOMEM }
-        queue.core.on(event, context: queue.context) { fn.call() }
+        queue.core.on(event, context: queue.context) { plugin.call(ref: fn.ref, event: nil) }
         return 0
     }
 
