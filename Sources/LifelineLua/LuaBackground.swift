@@ -371,6 +371,8 @@ final class LuaBackgroundWork: HostJob {
     private func finish(_ outcome: Outcome, message: String?) {
         guard !isFinished else { return }
         phase = .finished
+        if let queuedSlice { context.cancelJob(queuedSlice) }
+        queuedSlice = nil
         if let closeTimer { context.cancelTimer(closeTimer) }
         closeTimer = nil
         let plugin = self.plugin  // taken from its unowned reference once

@@ -90,14 +90,15 @@ extension LuaModule {
         var request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
         let cappedByMemory = room < request.maximumBodyBytes
         request.maximumBodyBytes = min(request.maximumBodyBytes, room)
-        let waitID = context.http(request) { [weak work] result in
+        // The request holds the work until it completes or is cancelled (see `sleep`).
+        let waitID = context.http(request) { [work] result in
             withExtendedLifetime(bodyCharge) {}
             if cappedByMemory, case .failure(let failure) = result, failure.kind == .tooLarge {
-                work?.deliver(LuaBackgroundWork.outOfMemory)
+                work.deliver(LuaBackgroundWork.outOfMemory)
                 return
             }
             let size = (try? result.get()).map { r in r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.rawName.utf8.count + $1.value.utf8.count } } ?? 0
-            work?.deliver(LuaBackgroundWork.results(fitting: size) { L in pushResult(L, result) })
+            work.deliver(LuaBackgroundWork.results(fitting: size) { L in pushResult(L, result) })
         }
         guard waitID != 0 else { return 0 }
         work.waiting(on: waitID)

@@ -121,8 +121,10 @@ extension LuaModule {
         }
         guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
         guard let (_, context) = context(L) else { return 0 }
-        let waitID = context.sleep(seconds) { [weak work] slept in
-            if slept { work?.deliver(LuaBackgroundWork.results { _ in 0 }) }
+        // The wait holds the work until it is over or cancelled (a weak reference would give the
+        // work a side table).
+        let waitID = context.sleep(seconds) { [work] slept in
+            if slept { work.deliver(LuaBackgroundWork.results { _ in 0 }) }
         }
         guard waitID != 0 else { return 0 }
         work.waiting(on: waitID)
