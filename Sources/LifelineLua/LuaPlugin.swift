@@ -23,7 +23,7 @@ public final class LuaPlugin: PluginInstance {
     private let lua: LuaPreemptor
     /// The context of the launch this instance belongs to; set by `start`, dropped by `close`.
     private(set) var context: PluginContext?
-    /// `context`, for `LuaModule.withContext`: the module's calls use it without a retain.
+    /// `context`, for the module's calls, which use it without a retain (`LuaModule.withPlugin`).
     private(set) var unretainedContext: Unmanaged<PluginContext>?
     /// Whether the report keeps the events this plugin causes (`PluginContext.reportKeepsEvents`),
     /// read once at `start`: it holds for the launch, and the charges ask it in every call.
@@ -34,16 +34,9 @@ public final class LuaPlugin: PluginInstance {
     /// plugin.toml's [config], which Lua reads as `lifeline.config`.
     let config: TOMLTable
     /// Whether this plugin is still there, for what the host keeps of it and may hold after it is
-    /// gone: its functions' references, its charges, its finished operations. They hold this, not
-    /// a weak reference to the plugin: a weak reference gives the plugin a side table, and then
-    /// every retain of it takes the slow path through that table, in every call of the `lifeline`
-    /// module.
-    final class Link {
-        fileprivate(set) unowned(unsafe) var plugin: LuaPlugin?
-    }
-
-    let link = Link()
-    /// `lifeline.background` works that have not finished, by task id and by coroutine.
+    /// gone: its functions' references, its charges, its finished operations.
+    let link = Link<LuaPlugin>()
+    /// `lifeline.background` works that have not finished, by task id.
     // Every `lifeline.background` touches these; no access to them calls out, so none can overlap
     // another, and the runtime's check on each is skipped.
     @exclusivity(unchecked) private var works = IDSlots<AnyObject>()
@@ -70,7 +63,7 @@ public final class LuaPlugin: PluginInstance {
         self.control = control
         self.lua = LuaPreemptor(control: control)
         lifeline_control_set_owner(control, Unmanaged.passUnretained(self).toOpaque())
-        link.plugin = self
+        link.set(self)
         let L = lifeline_control_state(control)!
         if lifeline_open_sandbox(L, directory) != LUA_OK || LuaModule.open(L) != LUA_OK {
             let message = LuaPlugin.popMessage(L)
@@ -80,7 +73,7 @@ public final class LuaPlugin: PluginInstance {
     }
 
     deinit {
-        link.plugin = nil
+        link.set(nil)
         close()
     }
 
@@ -306,7 +299,7 @@ public final class LuaPlugin: PluginInstance {
 /// keeps beside it (a timer, a subscription, an operation) is counted against the plugin's cap
 /// for as long as it lives.
 final class LuaRef {
-    private let link: LuaPlugin.Link
+    private let link: Link<LuaPlugin>
     let ref: Int32
 
     /// A reference to the function at `idx` of `L`, with the record the host keeps for it counted
@@ -319,7 +312,7 @@ final class LuaRef {
     }
 
     deinit {
-        guard let plugin = link.plugin else { return }
+        guard let plugin = link.object else { return }
         if let L = plugin.state { lifeline_unref(L, ref) }
         plugin.uncharge(LuaPlugin.recordBytes)
     }
@@ -329,7 +322,7 @@ final class LuaRef {
     /// plugin made one for every timer. (A subscription's closure, made once and called for every
     /// event, keeps the plugin instead: reaching it through the link costs each call a retain.)
     func call() -> CallOutcome {
-        guard let plugin = link.plugin else { return .returned }
+        guard let plugin = link.object else { return .returned }
         return plugin.call(ref: ref, event: nil)
     }
 }
@@ -339,7 +332,7 @@ final class LuaRef {
 /// Lua state allocates, from when this is made until it is freed. So a plugin with cap C cannot
 /// make the host hold more than C for it, whatever it asks the host to keep.
 final class HostCharge {
-    private let link: LuaPlugin.Link
+    private let link: Link<LuaPlugin>
     private let bytes: Int
 
     /// Nil when the bytes do not fit under the cap (the caller raises Lua's memory error).
@@ -349,7 +342,7 @@ final class HostCharge {
         self.bytes = bytes
     }
 
-    deinit { link.plugin?.uncharge(bytes) }
+    deinit { link.object?.uncharge(bytes) }
 }
 
 /// Stops a plugin's Lua code from the watchdog's thread (W2) without touching its state there

@@ -20,8 +20,8 @@ final class LuaOperation: QueueOperationBody {
     }
 
     /// A finished operation may outlive its plugin.
-    private let link: LuaPlugin.Link
-    private var plugin: LuaPlugin? { link.plugin }
+    private let link: Link<LuaPlugin>
+    private var plugin: LuaPlugin? { link.object }
     private let context: PluginContext
     /// `run`, until the operation starts.
     private var run: LuaRef?
@@ -357,7 +357,7 @@ extension LuaModule {
         work.waitingElsewhere()
         last.whenFinished { [weak work, link = plugin.link] in
             guard let work, work.isWaiting else {
-                if let L = link.plugin?.state { lifeline_unref(L, listRef) }
+                if let L = link.object?.state { lifeline_unref(L, listRef) }
                 return
             }
             work.deliver(

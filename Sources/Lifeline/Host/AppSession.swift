@@ -34,20 +34,14 @@ final class AppSession {
         self.recorder = recorder
         self.profile = profile
         self.logger = logger
-        link.session = self
+        link.set(self)
     }
 
-    deinit { link.session = nil }
+    deinit { link.set(nil) }
 
-    /// Whether this session is still there, for what may outlive it (the executor's gate for app
-    /// jobs). They hold this, not a weak reference to the session: a weak reference gives the
-    /// session a side table, and then every retain of it, in every call into plugin code, takes
-    /// the runtime's slow path.
-    final class Link {
-        fileprivate(set) unowned(unsafe) var session: AppSession?
-    }
-
-    let link = Link()
+    /// Whether this session is still there, for what may outlive it: the executor's gate for app
+    /// jobs.
+    let link = Link<AppSession>()
 
     var now: HostTime { executor.now }
     /// The app was terminated by a rule, or a plugin could not load: nothing runs any more.

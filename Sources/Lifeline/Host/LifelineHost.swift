@@ -73,7 +73,7 @@ public final class LifelineHost {
         // Weak: the session holds the executor, so a strong capture here would keep both, and
         // every event the recorder kept, alive after the host is gone.
         executor.appJobsAllowed = { [link = session.link] generation in
-            guard let session = link.session, generation == session.generation, session.appRunning else { return .drop }
+            guard let session = link.object, generation == session.generation, session.appRunning else { return .drop }
             return session.visibleState == .suspended ? .hold : .run
         }
         if let database = configuration.database {

@@ -146,15 +146,8 @@ public final class PluginContext: @unchecked Sendable {
         parts.waits.cancel(id, recording: kind)
     }
 
-    /// Runs `callback` on the next turn of the main executor, under the watchdog (the bridge
-    /// resumes coroutines this way). Dropped if the app has ended by then.
-    package func enqueue(handler: HandlerName, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
-        guard isCurrent else { return }
-        parts.caller.enqueue(self, handler: handler, limit: limit, callback)
-    }
-
-    /// Runs `job.runJob()` on the next turn, as an app job: dropped if the app ends first. The job
-    /// calls plugin code through `callNow`. Returns its id for `cancelJob`; nil if the app is not
+    /// Runs `job.runJob()` on the next turn, as an app job: dropped if the app ends first (the
+    /// bridge resumes coroutines this way). The job calls plugin code through `callNow`. Returns its id for `cancelJob`; nil if the app is not
     /// running.
     package func enqueue(_ job: any HostJob) -> MainExecutor.JobID? {
         guard isCurrent else { return nil }

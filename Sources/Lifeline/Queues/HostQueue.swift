@@ -58,20 +58,14 @@ package final class HostQueue {
         self.session = session
         self.recorder = session.recorder
         self.endBackgroundTask = endBackgroundTask
-        link.queue = self
+        link.set(self)
     }
 
-    deinit { link.queue = nil }
+    deinit { link.set(nil) }
 
     /// Whether this queue is still there, for what may outlive it: its operations, which a plugin
-    /// may keep past the launch, and its jobs. They hold this, not a weak reference to the queue:
-    /// a weak reference gives the queue a side table, and then every retain of it, several an
-    /// operation, takes the runtime's slow path.
-    final class Link {
-        fileprivate(set) unowned(unsafe) var queue: HostQueue?
-    }
-
-    let link = Link()
+    /// may keep past the launch, and its jobs.
+    let link = Link<HostQueue>()
 
     /// Pending and running operations.
     public var count: Int { pendingCount + running.count }
@@ -270,7 +264,7 @@ package final class HostQueue {
     private func ensureTask(_ context: PluginContext) {
         guard taskID == 0, !expired, !running.isEmpty || (pendingCount > 0 && suspendCount == 0) else { return }
         let id = context.beginBackgroundTask(name: "queue \(name)") { [link] in
-            link.queue?.taskExpired()
+            link.object?.taskExpired()
             return .returned
         }
         taskID = id
@@ -279,7 +273,7 @@ package final class HostQueue {
     private func schedulePump() {
         guard !pumpScheduled, !pumping else { return }
         pumpScheduled = true
-        session.scheduleAppJob { [link] in link.queue?.pump() }
+        session.scheduleAppJob { [link] in link.object?.pump() }
     }
 
     /// One turn of the queue: starts what it may, tells the delegates, ends the task when done.
@@ -367,7 +361,7 @@ package final class HostQueue {
             op.timeoutJob = session.scheduleAppJob(at: startedAt.adding(seconds: op.timeout)) {
                 [link, weak op] in
                 guard let op else { return }
-                link.queue?.timedOut(op)
+                link.object?.timedOut(op)
             }
         }
     }

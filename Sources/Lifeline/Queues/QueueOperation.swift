@@ -55,8 +55,8 @@ public final class QueueOperation: @unchecked Sendable {
     @exclusivity(unchecked) public var onTimeout: PluginCallback?
     @exclusivity(unchecked) var body: (any QueueOperationBody)?
     /// The queue it was added to, while that queue is there.
-    var queue: HostQueue? { queueLink?.queue }
-    @exclusivity(unchecked) var queueLink: HostQueue.Link?
+    var queue: HostQueue? { queueLink?.object }
+    @exclusivity(unchecked) var queueLink: Link<HostQueue>?
 
     @exclusivity(unchecked) public private(set) var state: State = .pending
     /// Whether it was told to stop: cancelled, timed out or expired.

@@ -19,7 +19,7 @@ import Glibc
 ///
 /// Threading: none of its own; the recorder holds its lock around every use.
 final class TimelineStore {
-    enum Kind: UInt8 {
+    enum Kind: UInt8, CaseIterable {
         /// An event kept whole in `general`.
         case general
         case taskBegan, taskEnded, taskExpiring, endUnknownTask
@@ -42,15 +42,8 @@ final class TimelineStore {
 
         /// The kind named `name`, if the log keeps such events in its own form.
         init?(name: String) {
-            switch name {
-            case "taskBegan": self = .taskBegan
-            case "taskEnded": self = .taskEnded
-            case "taskExpiring": self = .taskExpiring
-            case "endUnknownTask": self = .endUnknownTask
-            case "opStarted": self = .opStarted
-            case "opFinished": self = .opFinished
-            default: return nil
-            }
+            guard !name.isEmpty, let kind = Kind.allCases.first(where: { $0.name == name }) else { return nil }
+            self = kind
         }
     }
 

@@ -140,11 +140,6 @@ final class GuardedCaller {
         call(context.index, in: openWindow(limit: seconds, handler: handler), callback)
     }
 
-    /// Runs plugin code on the next turn, under a watchdog window.
-    func enqueue(_ context: PluginContext, handler: HandlerName, limit: WatchdogLimit, _ callback: @escaping PluginCallback) {
-        session.scheduleAppJob { [unowned self] in callNow(context, handler: handler, limit: limit, callback) }
-    }
-
     /// Records a plugin error: one the host caught around a call, or one the plugin's code raised
     /// outside a call the host made (in a coroutine the host resumed, for instance).
     func recordPluginError(_ context: PluginContext, message: String, traceback: String, handler: String) {
