@@ -4,6 +4,7 @@
 // call from the host into a state runs inside lua_pcall, so no error escapes or crosses Swift.
 
 #include "internal.h"
+#include "json.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -46,6 +47,22 @@ static int lifeline_bridge_call(lua_State *L, lifeline_bridged fn) {
 static int lifeline_trampoline(lua_State *L) {
     return lifeline_bridge_call(L, (lifeline_bridged)lua_touserdata(L, lua_upvalueindex(1)));
 }
+
+// The Swift function behind every completion: one for the process, as the module's list is.
+static _Atomic(lifeline_bridged) lifeline_completion_fn;
+
+void lifeline_set_completion(lifeline_bridged fn) {
+    atomic_store_explicit(&lifeline_completion_fn, fn, memory_order_release);
+}
+
+// Pushes a function that calls the host's completion `id` (its second upvalue).
+static void lifeline_push_completion(lua_State *L, long long id) {
+    lua_pushlightuserdata(L, (void *)atomic_load_explicit(&lifeline_completion_fn, memory_order_acquire));
+    lua_pushinteger(L, (lua_Integer)id);
+    lua_pushcclosure(L, lifeline_trampoline, 2);
+}
+
+long long lifeline_completion_id(lua_State *L) { return (long long)lua_tointeger(L, lua_upvalueindex(2)); }
 
 void lifeline_pushbridged(lua_State *L, lifeline_bridged fn) {
     lua_pushlightuserdata(L, (void *)fn);       // stack: ..., fn
@@ -287,7 +304,7 @@ static int lifeline_call_thunk(lua_State *L) {
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->strings_ref);  // stack: cache
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref);             // stack: cache, f
-    lua_createtable(L, 0, ev->transfer_id ? 7 : 3);     // stack: cache, f, event
+    lua_createtable(L, 0, ev->transfer_id ? 7 : 5);     // stack: cache, f, event
     lifeline_push_cached(L, 1, SLOT_NAME, "name");
     lifeline_push_cached(L, 1, ev->name_slot > 0 ? SLOT_FIRST_VALUE + ev->name_slot : 0, ev->name);
     lua_rawset(L, 3);
@@ -313,6 +330,16 @@ static int lifeline_call_thunk(lua_State *L) {
             lua_setfield(L, -2, "total");
         }
     }
+    if (ev->completion > 0) {
+        lifeline_push_completion(L, ev->completion);
+        lua_setfield(L, -2, "complete");
+    }
+    if (ev->payload) {
+        lua_pushcfunction(L, lifeline_json_decode);  // stack: cache, f, event, decode
+        lua_pushstring(L, ev->payload);
+        lua_call(L, 1, 1);                           // stack: cache, f, event, payload
+        lua_setfield(L, -2, "payload");
+    }
     lua_call(L, 1, 0);                  // stack: cache
     return 0;
 }
@@ -327,6 +354,53 @@ int lifeline_call_ref(lua_State *L, int ref, const LifelineEvent *event) {
     lua_pushinteger(L, ref);                    // stack: msgh, thunk, ref
     lua_pushlightuserdata(L, (void *)event);    // stack: msgh, thunk, ref, event
     return lifeline_pcall_at(L, base, 2, 0);    // stack: (empty) or message
+}
+
+static int lifeline_call_task_thunk(lua_State *L) {
+    lua_Integer ref = lua_tointeger(L, 1);
+    LifelineTaskCall *task = (LifelineTaskCall *)lua_touserdata(L, 2);
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);  // stack: f
+    lua_createtable(L, 0, 5);                // stack: f, task
+    lua_pushinteger(L, (lua_Integer)task->id);
+    lua_setfield(L, -2, "id");
+    lua_pushstring(L, task->identifier);
+    lua_setfield(L, -2, "identifier");
+    lua_pushstring(L, task->kind);
+    lua_setfield(L, -2, "kind");
+    lifeline_push_completion(L, task->id);
+    lua_setfield(L, -2, "setTaskCompleted");
+    lua_pushvalue(L, -1);                    // stack: f, task, task
+    task->table_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+int lifeline_call_task(lua_State *L, int ref, LifelineTaskCall *task) {
+    lifeline_control_of(L)->deep_oom = 0;
+    task->table_ref = LUA_NOREF;
+    lua_pushcfunction(L, lifeline_call_task_thunk);
+    lua_pushinteger(L, ref);
+    lua_pushlightuserdata(L, (void *)task);
+    return lifeline_pcall(L, 2, 0);
+}
+
+static int lifeline_task_expiration_thunk(lua_State *L) {
+    lua_Integer ref = lua_tointeger(L, 1);
+    lua_settop(L, 0);
+    if (lua_rawgeti(L, LUA_REGISTRYINDEX, ref) != LUA_TTABLE) return 0;  // stack: task
+    // A plain read: the plugin may have given its table a metatable, and its code runs protected
+    // here, under the expiration handler's limit.
+    if (lua_getfield(L, 1, "expirationHandler") == LUA_TNIL) return 0;  // stack: task, handler
+    lua_call(L, 0, 0);
+    return 0;
+}
+
+int lifeline_call_task_expiration(lua_State *L, int table_ref) {
+    lifeline_control_of(L)->deep_oom = 0;
+    lua_pushcfunction(L, lifeline_task_expiration_thunk);
+    lua_pushinteger(L, table_ref);
+    return lifeline_pcall(L, 1, 0);
 }
 
 static int lifeline_call_value_thunk(lua_State *L) {

@@ -91,6 +91,9 @@ LIFELINE_FUNC void lifeline_preload(lua_State *L, const char *name);
 /// tell the watchdog which coroutine runs and refuse the coroutines the host runs.
 LIFELINE_FUNC void lifeline_open_coroutines(lua_State *L);
 
+/// Sets the Swift function every completion calls (`event.complete`, `task:setTaskCompleted`).
+LIFELINE_FUNC void lifeline_set_completion(lifeline_bridged fn);
+
 // ---------------------------------------------------------------- objects.c
 
 /// Makes the metatables of the userdata the module hands out (handles, tasks, queues, operations)

@@ -220,6 +220,7 @@ static int lifeline_open_module_thunk(lua_State *L) {
     const LifelineReg *functions = (const LifelineReg *)lua_touserdata(L, 1);
     const LifelineHooks *hooks = (const LifelineHooks *)lua_touserdata(L, 2);
     lua_settop(L, 0);
+    lifeline_set_completion(hooks->complete);
     lifeline_open_objects(L, functions);
     // Sized for its fields up front: grown one insert at a time, the table would be rehashed at
     // every power of two, a good part of what a plugin's state costs to make.

@@ -36,12 +36,13 @@ enum LuaModule {
     /// functions beside them; a new file of functions adds its list here.
     nonisolated(unsafe) static let registry = registrations(
         functions + taskFunctions + httpFunctions + LuaStore.functions + LuaTransfers.functions
-            + queueFunctions)
+            + queueFunctions + LuaSystem.functions)
 
     /// What the module's C parts call on the host.
     static let hooks = LifelineHooks(
         log: logSink, epoch_now: epochNow, clock_now: now, config: pushConfig, queue_new: queueNew,
-        store_begin: LuaStore.begin, store_commit: LuaStore.commit, store_rollback: LuaStore.rollback)
+        store_begin: LuaStore.begin, store_commit: LuaStore.commit, store_rollback: LuaStore.rollback,
+        complete: LuaSystem.complete)
 
     /// Builds the `lifeline` module in the state `L` (protected); returns the status.
     static func open(_ L: OpaquePointer) -> Int32 {

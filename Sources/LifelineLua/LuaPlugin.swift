@@ -169,9 +169,10 @@ public final class LuaPlugin: PluginInstance {
         let nameSlot = Int32(event.name.ordinal + 1), stateSlot = Int32(event.state.ordinal + 1)
         let name = LuaPlugin.eventNames[event.name.ordinal], st = LuaPlugin.stateNames[event.state.ordinal]
         guard let transfer = event.transfer else {
+            guard event.completion == nil else { return callWithCompletion(L, ref: ref, event) }
             var ev = LifelineEvent(
                 name: name, time: event.time, state: st, transfer_id: nil, reason: nil, received: -1,
-                total: -1, name_slot: nameSlot, state_slot: stateSlot)
+                total: -1, name_slot: nameSlot, state_slot: stateSlot, completion: 0, payload: nil)
             return outcome(lifeline_call_ref(L, ref, &ev), L)
         }
         return transfer.id.withCString { id in
@@ -179,10 +180,42 @@ public final class LuaPlugin: PluginInstance {
                 var ev = LifelineEvent(
                     name: name, time: event.time, state: st, transfer_id: id, reason: reason,
                     received: transfer.received ?? -1, total: transfer.total ?? -1, name_slot: nameSlot,
-                    state_slot: stateSlot)
+                    state_slot: stateSlot, completion: Int64(event.completion ?? 0), payload: nil)
                 return outcome(lifeline_call_ref(L, ref, &ev), L)
             }
         }
+    }
+
+    /// An event with a completion (a fetch, a push, the end of a batch of transfer events): rare,
+    /// so it takes the plain path.
+    private func callWithCompletion(_ L: OpaquePointer, ref: Int32, _ event: LifecycleEvent) -> CallOutcome {
+        LuaPlugin.withOptionalCString(event.payload) { payload in
+            var ev = LifelineEvent(
+                name: LuaPlugin.eventNames[event.name.ordinal], time: event.time,
+                state: LuaPlugin.stateNames[event.state.ordinal], transfer_id: nil, reason: nil, received: -1, total: -1,
+                name_slot: Int32(event.name.ordinal + 1), state_slot: Int32(event.state.ordinal + 1),
+                completion: Int64(event.completion ?? 0), payload: payload)
+            return outcome(lifeline_call_ref(L, ref, &ev), L)
+        }
+    }
+
+    /// Calls a scheduled task's handler at registry `ref` with a new task table; returns the
+    /// outcome and the table's reference (for its expiration handler), LUA_NOREF if none was made.
+    func callTask(ref: Int32, _ task: SystemTaskInfo) -> (CallOutcome, Int32) {
+        guard let L = state else { return (.returned, LUA_NOREF) }
+        return task.identifier.withCString { identifier in
+            task.kind.rawValue.withCString { kind in
+                var call = LifelineTaskCall(id: Int64(task.id), identifier: identifier, kind: kind, table_ref: LUA_NOREF)
+                let result = outcome(lifeline_call_task(L, ref, &call), L)
+                return (result, call.table_ref)
+            }
+        }
+    }
+
+    /// Calls the `expirationHandler` the plugin set on the task table at registry `tableRef`.
+    func callTaskExpiration(tableRef: Int32) -> CallOutcome {
+        guard let L = state, tableRef != LUA_NOREF else { return .returned }
+        return outcome(lifeline_call_task_expiration(L, tableRef), L)
     }
 
     /// Each event name and state as a C string, by ordinal, made once for the process: a handler

@@ -79,11 +79,12 @@ public enum LuaPluginLoader {
                 }
             }
             let finalConfig = config
-            result.append(
-                PluginDescriptor(name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota) {
-                    () throws(LifelineError) -> any PluginInstance in
-                    try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
-                })
+            var descriptor = PluginDescriptor(name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota) {
+                () throws(LifelineError) -> any PluginInstance in
+                try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
+            }
+            descriptor.taskIdentifiers = manifest.taskIdentifiers
+            result.append(descriptor)
         }
         return result
     }

@@ -31,6 +31,24 @@ struct ProfileOptions: ParsableArguments {
     @Option(help: "How many background tasks may be active at once.")
     var taskLimit: Int?
 
+    @Option(help: SecondsOption.fetchLimit.help)
+    var fetchLimit: Profile.Seconds?
+
+    @Option(help: SecondsOption.refreshTaskLimit.help)
+    var refreshTaskLimit: Profile.Seconds?
+
+    @Option(help: SecondsOption.processingTaskLimit.help)
+    var processingTaskLimit: Profile.Seconds?
+
+    @Option(help: SecondsOption.transferEventsLimit.help)
+    var transferEventsLimit: Profile.Seconds?
+
+    @Option(
+        help: ArgumentHelp(
+            "When the system runs scheduled tasks: earliest (at their earliestBegin), delay:DURATION (that long after it), or manual (only on run-tasks).",
+            valueName: "POLICY"))
+    var taskPolicy: String = "earliest"
+
     @Option(help: "Log level: debug, info, warning or error.")
     var logLevel: String = "info"
 
@@ -41,7 +59,11 @@ struct ProfileOptions: ParsableArguments {
             throw ValidationError("--log-level must be debug, info, warning or error")
         }
         do { _ = try Profile.named(profile) } catch { throw ValidationError(error.message) }
+        do { _ = try TaskPolicy.parse(taskPolicy, at: "--task-policy") } catch { throw ValidationError(error.message) }
     }
+
+    /// The scheduled tasks' policy; `validate()` has read it.
+    var policy: TaskPolicy { (try? TaskPolicy.parse(taskPolicy, at: "--task-policy")) ?? .earliest }
 
     var level: Logger.Level { logLevel == "warning" ? .warning : Logger.Level(rawValue: logLevel) ?? .info }
 
@@ -62,6 +84,9 @@ struct ProfileOptions: ParsableArguments {
             (.launchLimit, launchLimit, \.launchLimit), (.backgroundLimit, backgroundLimit, \.backgroundLimit),
             (.transitionLimit, transitionLimit, \.transitionLimit), (.terminateLimit, terminateLimit, \.terminateLimit),
             (.expirationHandlerLimit, expirationHandlerLimit, \.expirationHandlerLimit),
+            (.fetchLimit, fetchLimit, \.fetchLimit), (.refreshTaskLimit, refreshTaskLimit, \.refreshTaskLimit),
+            (.processingTaskLimit, processingTaskLimit, \.processingTaskLimit),
+            (.transferEventsLimit, transferEventsLimit, \.transferEventsLimit),
         ]
         var figures: [(WritableKeyPath<Profile, Double>, Double)] = []
         for (option, text, figure) in given {
@@ -100,6 +125,17 @@ struct SecondsOption: Sendable {
         flag: "--terminate-limit", abstract: "Watchdog limit in seconds for willTerminate.")
     static let expirationHandlerLimit = SecondsOption(
         flag: "--expiration-handler-limit", abstract: "Watchdog limit in seconds for each expiration handler.")
+
+    static let fetchLimit = SecondsOption(
+        flag: "--fetch-limit",
+        abstract: "Seconds a plugin has to call the completion of a background fetch or a silent push.")
+    static let refreshTaskLimit = SecondsOption(
+        flag: "--refresh-task-limit", abstract: "Seconds an app refresh task may run before it must be completed.")
+    static let processingTaskLimit = SecondsOption(
+        flag: "--processing-task-limit", abstract: "Seconds a processing task may run before it must be completed.")
+    static let transferEventsLimit = SecondsOption(
+        flag: "--transfer-events-limit",
+        abstract: "Seconds the app stays awake for the completion of didFinishTransferEvents.")
 
     var help: ArgumentHelp { ArgumentHelp(abstract, valueName: "SECONDS") }
 

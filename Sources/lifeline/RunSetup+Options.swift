@@ -12,5 +12,6 @@ extension RunSetup {
         self.stateDirectory = stateDirectory
         self.reportPath = reportPath
         isDrawn = pictures.any
+        taskPolicy = profileOptions.policy
     }
 }

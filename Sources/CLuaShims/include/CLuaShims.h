@@ -132,7 +132,31 @@ typedef struct LifelineEvent {
     /// state makes each Lua string once and reuses it; 0: no such number, push the text.
     int name_slot;
     int state_slot;
+    /// The completion the handler must call, as `event.complete` (0: none).
+    long long completion;
+    /// A silent push's payload, a JSON object (NULL otherwise): `event.payload`, decoded.
+    const char *payload;
 } LifelineEvent;
+
+/// A scheduled task as its Lua handler gets it: a table with `id`, `identifier`, `kind` and
+/// `setTaskCompleted`, where the plugin may set `expirationHandler`.
+typedef struct LifelineTaskCall {
+    long long id;
+    const char *identifier;
+    const char *kind;
+    /// Set by the call: a registry reference to the task's table, or LUA_NOREF when the table
+    /// could not be made.
+    int table_ref;
+} LifelineTaskCall;
+
+/// Calls the function at registry `ref` with a new task table built from `task`, protected, and
+/// keeps the table in the registry (`task->table_ref`) for its expiration. Returns the status.
+int lifeline_call_task(lua_State *L, int ref, LifelineTaskCall *task);
+/// Calls the `expirationHandler` field of the task table at registry `table_ref`, if it is set,
+/// protected. Returns the status.
+int lifeline_call_task_expiration(lua_State *L, int table_ref);
+/// The completion id of the running completion function (its second upvalue).
+long long lifeline_completion_id(lua_State *L);
 
 /// Calls the function stored at registry `ref`, with an event table built from `event` (or no
 /// argument when NULL), inside lua_pcall with a traceback handler. Returns the status; on error
@@ -175,6 +199,7 @@ typedef struct LifelineHooks {
     lifeline_bridged store_begin;   // opens the transaction (raises when one is open)
     lifeline_bridged store_commit;  // writes it (raises, e.g. over the quota; closed either way)
     lifeline_store_rollback store_rollback;
+    lifeline_bridged complete;      // event.complete(result) and task:setTaskCompleted(success)
 } LifelineHooks;
 
 /// Builds the `lifeline` module (global and require-able) from `functions` (ended by {NULL,

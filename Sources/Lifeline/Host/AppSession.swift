@@ -28,6 +28,9 @@ final class AppSession {
     @exclusivity(unchecked) var plugins: [LoadedPlugin] = []
     /// Why a plugin could not be loaded, under the `.abort` policy.
     var loadError: LifelineError?
+    /// Set once didFinishLaunching's handlers have returned: scheduled tasks' handlers can no
+    /// longer be registered.
+    var launchEnded = false
 
     init(executor: MainExecutor, recorder: Recorder, profile: Profile, logger: Logger) {
         self.executor = executor
@@ -81,6 +84,8 @@ struct LoadedPlugin {
     var instance: any PluginInstance
     var context: PluginContext
     var network: NetworkPermissions
+    /// The task identifiers it may register and submit.
+    var taskIdentifiers: [String]
     /// Its slot in the watchdog, which names it when it runs.
     var watchdogSlot: Int
 }

@@ -13,6 +13,8 @@ public struct HostConfiguration: Sendable {
     }
 
     public var profile: Profile
+    /// How eager the simulated system is to run scheduled tasks (`--task-policy`).
+    public var taskPolicy: TaskPolicy = .earliest
     /// Real handler time is multiplied by this before it is compared with a limit (W5).
     public var watchdogScale: Double
     public var loadFailurePolicy: LoadFailurePolicy

@@ -13,6 +13,7 @@ struct HostParts {
     let queues: QueueRegistry
     let transfers: TransferEvents
     let slices: SwiftSlices
+    let system: SystemWork
     /// Seconds since 1970 at the host's start.
     let epochAtStart: Double
     /// Makes each plugin's logger from its name.

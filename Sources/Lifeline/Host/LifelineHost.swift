@@ -61,15 +61,18 @@ public final class LifelineHost {
             queues: QueueRegistry(session: session, tasks: tasks),
             transfers: TransferEvents(session: session, subscriptions: subscriptions, caller: caller),
             slices: SwiftSlices(session: session, caller: caller),
+            system: SystemWork(
+                session: session, subscriptions: subscriptions, caller: caller, policy: configuration.taskPolicy),
             epochAtStart: epochAtStart, pluginLogger: configuration.pluginLogger, logLevel: logger.logLevel)
         caller.terminate = { [unowned self] in terminate($0) }
         caller.endApp = { [unowned self] in endApp() }
         tasks.terminate = { [unowned self] in terminate($0) }
-        parts.transfers.relaunch = { [unowned self] in
-            guard lifecycle.state == .notRunning || lifecycle.state == .ended else { return }
-            session.record("relaunch", ("reason", .string("transferEvents")))
-            try? perform(.launchInBackground)
+        parts.transfers.relaunch = { [unowned self] in relaunchInBackground(reason: "transferEvents") }
+        parts.system.wake = { [unowned self] reason in
+            if lifecycle.state == .suspended { resume(reason: reason) } else { relaunchInBackground(reason: reason) }
         }
+        parts.system.terminate = { [unowned self] in terminate($0) }
+        parts.transfers.completion = { [unowned self] in parts.system.transferEventsCompletion(plugin: $0) }
         // Weak: the session holds the executor, so a strong capture here would keep both, and
         // every event the recorder kept, alive after the host is gone.
         executor.appJobsAllowed = { [link = session.link] generation in
@@ -116,6 +119,11 @@ public final class LifelineHost {
 
     /// Carries out one step of the lifecycle now (a scenario line, or a signal in `run`).
     public func perform(_ step: Step) throws(Lifecycle.TransitionError) {
+        if step.isSystemEvent {
+            // A profile without the API has no such event: the system never sends it.
+            if let lack = profile.lacks(step) { return logger.warning("\(step) ignored: \(lack)") }
+            return parts.system.perform(step)
+        }
         var step = step
         if step == .launch || step == .launchInBackground, lifecycle.state == .background || lifecycle.state == .suspended {
             // The host relaunched the app in the background for its transfers' events; the user's
@@ -133,13 +141,36 @@ public final class LifelineHost {
             case .startApp(let inBackground): startApp(inBackground: inBackground)
             case .startBudget: parts.tasks.startBudget()
             case .stopBudget: stopBudget()
-            case .notify(let name, let state): dispatch(name, state: state)
+            case .notify(let name, let state):
+                dispatch(name, state: state)
+                if name == .didFinishLaunching { session.launchEnded = true }
             case .endApp: endApp()
             case .cancelTransfers: parts.transfers.cancelAll()
             }
         }
         if session.appRunning { session.visibleState = lifecycle.state }
         parts.transfers.stepped(step)
+        parts.system.stepped(step)
+    }
+
+    /// Launches the app in the background for the system (a transfer's events, a fetch, a push, a
+    /// scheduled task), when it is not running; the report says why.
+    private func relaunchInBackground(reason: String) {
+        guard lifecycle.state == .notRunning || lifecycle.state == .ended else { return }
+        session.record("relaunch", ("reason", .string(reason)))
+        try? perform(.launchInBackground)
+    }
+
+    /// Wakes the suspended app in the background for the system: the budget starts again, full,
+    /// as at every entry into the background, and what the suspension held runs.
+    private func resume(reason: String) {
+        guard lifecycle.state == .suspended, session.appRunning else { return }
+        lifecycle.resume()
+        session.visibleState = .background
+        session.record("resumed", ("reason", .string(reason)))
+        parts.tasks.startBudget()
+        executor.releaseHeld()
+        parts.slices.releaseHeld()
     }
 
     /// Steps with no notification of their own still leave a trace in the report, so a reader
@@ -159,7 +190,8 @@ public final class LifelineHost {
     /// no task left and no handler running (T7). A queued Swift slice counts as a running handler.
     public func afterJob() {
         guard session.appRunning, !parts.caller.isInsidePluginCode, session.visibleState == .background,
-            lifecycle.state == .background, parts.tasks.activeCount == 0, parts.slices.pending.isEmpty
+            lifecycle.state == .background, parts.tasks.activeCount == 0, parts.slices.pending.isEmpty,
+            !parts.system.holdsAppAwake
         else { return }
         lifecycle.suspend()
         session.visibleState = .suspended
@@ -180,6 +212,7 @@ public final class LifelineHost {
     private func startApp(inBackground: Bool) {
         session.generation += 1
         session.appRunning = true
+        session.launchEnded = false
         session.visibleState = inBackground ? .background : .inactive
         if inBackground { parts.tasks.startBudget() }
         for descriptor in descriptors {
@@ -208,6 +241,7 @@ public final class LifelineHost {
         session.plugins.append(
             LoadedPlugin(
                 instance: instance, context: context, network: descriptor.network,
+                taskIdentifiers: descriptor.taskIdentifiers,
                 watchdogSlot: caller.register(WatchdogSubject(plugin: context.pluginName, preemptor: instance.preemptor))))
         let index = session.plugins.count - 1
         let (outcome, fired) = caller.callUnchecked(index, in: window) { instance.start(context) }
@@ -252,6 +286,7 @@ public final class LifelineHost {
         parts.timers.cancel(plugin: index)
         parts.subscriptions.remove(plugin: index)
         parts.tasks.remove(plugin: plugin.context.pluginName)
+        parts.system.remove(plugin: index, name: plugin.context.pluginName)
         plugin.instance.close()
         plugin.context.cancelSwiftTasks()
         parts.waits.abandon(plugin: index)
@@ -272,6 +307,7 @@ public final class LifelineHost {
         parts.timers.cancelAll()
         parts.subscriptions.removeAll()
         parts.queues.abandonAll()
+        parts.system.appEnded()
         for p in session.plugins {
             p.instance.close()
             p.context.cancelSwiftTasks()

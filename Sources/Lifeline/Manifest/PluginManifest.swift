@@ -12,6 +12,9 @@ public struct PluginManifest: Equatable, Sendable {
     public var networkPermissions: [String]
     /// The free-form [config] table.
     public var config: TOMLTable
+    /// [background] identifiers: the task identifiers the plugin may register and submit, as
+    /// iOS's `BGTaskSchedulerPermittedIdentifiers`.
+    public var taskIdentifiers: [String] = []
     /// `swift = "NAME"`: this folder asks for the Swift plugin NAME compiled into the host. A
     /// compiled-in plugin joins a run only when a folder asks for it, so `--plugins DIR` runs what
     /// DIR holds and nothing else.
@@ -88,6 +91,19 @@ public struct PluginManifest: Equatable, Sendable {
                         throw reader.unknown(key, value, in: "limits", line, valid: ["memory", "store"])
                     }
                 }
+            case "background":
+                for (key, value, line) in try reader.table(value, "background", line).entries {
+                    guard key == "identifiers" else {
+                        throw reader.unknown(key, value, in: "background", line, valid: ["identifiers"])
+                    }
+                    let identifiers = try reader.strings(value, "[background] identifiers", line)
+                    if let bad = identifiers.first(where: { !SystemTaskRequest.isValidIdentifier($0) }) {
+                        throw reader.fail(
+                            line, "[background] identifiers: '\(bad)' is not an identifier; use letters, digits, '.', '-' "
+                                + "and '_', as in \"com.example.refresh\"")
+                    }
+                    manifest.taskIdentifiers = identifiers
+                }
             case "config": manifest.config = try reader.table(value, "config", line)
             case "swift":
                 let name = try reader.string(value, "swift", line)
@@ -97,7 +113,7 @@ public struct PluginManifest: Equatable, Sendable {
             default:
                 let what = if case .table = value { "table [\(key)]" } else { "key '\(key)'" }
                 throw reader.fail(line, "unknown \(what); plugin.toml may contain version, description, swift, "
-                    + "[permissions], [limits] and [config]")
+                    + "[permissions], [limits], [background] and [config]")
             }
         }
         return manifest

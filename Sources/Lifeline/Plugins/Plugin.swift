@@ -53,6 +53,8 @@ public struct PluginDescriptor: Sendable {
     public var network: NetworkPermissions = .none
     /// Bytes its store may keep (plugin.toml's `[limits] store`); nil: `PluginStore.defaultQuota`.
     public var storeQuota: Int?
+    /// The task identifiers it may register and submit (plugin.toml's `[background] identifiers`).
+    public var taskIdentifiers: [String] = []
     /// Makes a new instance, or says why the plugin cannot be loaded (file:line where known).
     public var make: @Sendable () throws(LifelineError) -> any PluginInstance
 

@@ -218,6 +218,10 @@ public final class Recorder: Sendable {
                         ("willTerminate", .number(ReportNumber.seconds(p.terminateLimit))),
                         ("expirationHandler", .number(ReportNumber.seconds(p.expirationHandlerLimit))),
                         ("taskLimit", .int(Int64(p.taskLimit))),
+                        ("fetch", .number(ReportNumber.seconds(p.fetchLimit))),
+                        ("refreshTask", .number(ReportNumber.seconds(p.refreshTaskLimit))),
+                        ("processingTask", .number(ReportNumber.seconds(p.processingTaskLimit))),
+                        ("transferEvents", .number(ReportNumber.seconds(p.transferEventsLimit))),
                     ])
                 ))
         }

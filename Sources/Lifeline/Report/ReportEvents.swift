@@ -13,6 +13,22 @@ public enum ReportEvents {
         for name in ["suspended", "killed", "forceQuit", "endedWhileSuspended"] { table[name] = [] }
         table["memoryWarning"] = ["dropped"]
         table["relaunch"] = ["reason"]
+        table["resumed"] = ["reason"]
+        table["performFetch"] = ["dropped"]
+        table["runTasks"] = ["filter", "picked"]
+        table["charging"] = ["on"]
+        table["network"] = ["on"]
+        for name in ["fetchCompleted", "pushCompleted"] { table[name] = ["plugin", "result"] }
+        for name in ["transferEventsCompleted", "transferEventsTimedOut"] { table[name] = ["plugin"] }
+        let systemTask = ["plugin", "identifier", "kind", "task"]
+        table["systemTaskSubmitted"] = [
+            "plugin", "identifier", "kind", "earliestBegin", "requiresNetwork", "requiresPower", "replaced",
+        ]
+        table["systemTaskCancelled"] = ["plugin", "identifier"]
+        table["systemTaskDropped"] = ["plugin", "identifier", "reason"]
+        table["systemTaskStarted"] = systemTask
+        table["systemTaskExpiring"] = systemTask
+        table["systemTaskCompleted"] = systemTask + ["success"]
         for name in ["taskBegan", "taskExpiring"] { table[name] = ["plugin", "task", "name"] }
         table["taskEnded"] = ["plugin", "task", "name", "expired"]
         table["endUnknownTask"] = ["plugin", "task"]
@@ -59,6 +75,21 @@ public enum ReportEvents {
             "opFinished": ["result": ["finished", "timedOut", "cancelled", "expired", "failed"]],
             "transferQueued": ["kind": ["download", "upload"]],
             "transferEnded": ["state": ["finished", "failed", "cancelled"]],
+            "relaunch": ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
+            "resumed": ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
+            "performFetch": ["dropped": booleans],
+            "charging": ["on": booleans],
+            "network": ["on": booleans],
+            "fetchCompleted": ["result": FetchResult.allCases.map(\.rawValue)],
+            "pushCompleted": ["result": FetchResult.allCases.map(\.rawValue)],
+            "systemTaskSubmitted": [
+                "kind": SystemTaskKind.allCases.map(\.rawValue), "requiresNetwork": booleans, "requiresPower": booleans,
+                "replaced": booleans,
+            ],
+            "systemTaskDropped": ["reason": ["noHandler"]],
+            "systemTaskStarted": ["kind": SystemTaskKind.allCases.map(\.rawValue)],
+            "systemTaskExpiring": ["kind": SystemTaskKind.allCases.map(\.rawValue)],
+            "systemTaskCompleted": ["kind": SystemTaskKind.allCases.map(\.rawValue), "success": booleans],
         ]
     }()
 

@@ -42,6 +42,9 @@ public struct Lifecycle: Equatable, Sendable {
     public mutating func apply(_ step: Step) throws(TransitionError) -> [Action] {
         let from = state
         let fail = TransitionError(step: step, state: from)
+        // What the system does changes no state here: the host carries it out, relaunching or
+        // resuming the app as it needs.
+        if step.isSystemEvent { return [] }
         switch (step, from) {
         case (.launch, .notRunning), (.launch, .ended):
             state = .active
@@ -96,6 +99,12 @@ public struct Lifecycle: Equatable, Sendable {
     public mutating func suspend() {
         precondition(state == .background, "only a background app can be suspended")
         state = .suspended
+    }
+
+    /// The system woke the suspended app in the background: for a fetch, a push or a task.
+    public mutating func resume() {
+        precondition(state == .suspended, "only a suspended app can be woken")
+        state = .background
     }
 
     /// The app ended outside a step: terminated by a rule.

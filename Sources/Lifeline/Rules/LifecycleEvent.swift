@@ -16,6 +16,12 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     case transferDidFail
     /// The transfer events waiting for this plugin have all been delivered.
     case didFinishTransferEvents
+    /// The system asks the app to fetch new content (iOS 7 background fetch); the handler calls
+    /// `event.complete(result)` within the profile's fetch limit.
+    case performFetch
+    /// A silent remote notification arrived; `event.payload` is its JSON object, and the handler
+    /// calls `event.complete(result)` within the profile's fetch limit.
+    case didReceiveRemoteNotification
 
     /// The event's position in `allCases`, for tables indexed by event.
     public var ordinal: Int {
@@ -31,6 +37,8 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
         case .transferDidFinish: return 8
         case .transferDidFail: return 9
         case .didFinishTransferEvents: return 10
+        case .performFetch: return 11
+        case .didReceiveRemoteNotification: return 12
         }
     }
 
@@ -48,12 +56,22 @@ public struct LifecycleEvent: Sendable, Equatable {
     public var state: AppState
     /// The transfer the event is about (transfer events only).
     public var transfer: TransferEventInfo?
+    /// The completion this plugin must call (`performFetch`, `didReceiveRemoteNotification`,
+    /// `didFinishTransferEvents`), by its id; see `PluginContext.complete`.
+    public var completion: Int?
+    /// A silent push's payload, a JSON object as text.
+    public var payload: String?
 
-    public init(name: LifecycleEventName, time: Double, state: AppState, transfer: TransferEventInfo? = nil) {
+    public init(
+        name: LifecycleEventName, time: Double, state: AppState, transfer: TransferEventInfo? = nil,
+        completion: Int? = nil, payload: String? = nil
+    ) {
         self.name = name
         self.time = time
         self.state = state
         self.transfer = transfer
+        self.completion = completion
+        self.payload = payload
     }
 }
 

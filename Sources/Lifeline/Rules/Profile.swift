@@ -18,12 +18,78 @@ public struct Profile: Equatable, Sendable {
     public var expirationHandlerLimit: Double
     /// How many tasks may be active at once (T8).
     public var taskLimit: Int
+    /// Background fetch and silent pushes (iOS 7 and later).
+    public var hasBackgroundFetch: Bool
+    /// BGTaskScheduler: app refresh and processing tasks (iOS 13 and later).
+    public var hasTaskScheduler: Bool
+    /// How long a plugin has to call a fetch's or a silent push's completion (about 30 s).
+    public var fetchLimit: Double
+    /// How long an app refresh task may run before it must be completed.
+    public var refreshTaskLimit: Double
+    /// How long a processing task may run before it must be completed.
+    public var processingTaskLimit: Double
+    /// How long the app stays awake for a plugin to call the completion of
+    /// `didFinishTransferEvents` before it is suspended anyway.
+    public var transferEventsLimit: Double
+
+    public init(
+        name: String, budget: Double, expirationLead: Double, launchLimit: Double, backgroundLimit: Double,
+        transitionLimit: Double, terminateLimit: Double, expirationHandlerLimit: Double, taskLimit: Int,
+        hasBackgroundFetch: Bool = true, hasTaskScheduler: Bool = true, fetchLimit: Double = 30,
+        refreshTaskLimit: Double = 30, processingTaskLimit: Double = 180, transferEventsLimit: Double = 30
+    ) {
+        self.name = name
+        self.budget = budget
+        self.expirationLead = expirationLead
+        self.launchLimit = launchLimit
+        self.backgroundLimit = backgroundLimit
+        self.transitionLimit = transitionLimit
+        self.terminateLimit = terminateLimit
+        self.expirationHandlerLimit = expirationHandlerLimit
+        self.taskLimit = taskLimit
+        self.hasBackgroundFetch = hasBackgroundFetch
+        self.hasTaskScheduler = hasTaskScheduler
+        self.fetchLimit = fetchLimit
+        self.refreshTaskLimit = refreshTaskLimit
+        self.processingTaskLimit = processingTaskLimit
+        self.transferEventsLimit = transferEventsLimit
+    }
 
     public static let ios13 = Profile(
         name: "ios13", budget: 30, expirationLead: 5, launchLimit: 20, backgroundLimit: 5,
         transitionLimit: 10, terminateLimit: 5, expirationHandlerLimit: 1, taskLimit: 1000)
-    public static let ios7: Profile = { var p = ios13; p.name = "ios7"; p.budget = 180; return p }()
-    public static let ios6: Profile = { var p = ios13; p.name = "ios6"; p.budget = 600; return p }()
+    public static let ios7: Profile = {
+        var p = ios13
+        p.name = "ios7"
+        p.budget = 180
+        p.hasTaskScheduler = false
+        return p
+    }()
+    public static let ios6: Profile = {
+        var p = ios7
+        p.name = "ios6"
+        p.budget = 600
+        p.hasBackgroundFetch = false
+        return p
+    }()
+
+    /// The time a task of `kind` may run before it must be completed.
+    public func limit(for kind: SystemTaskKind) -> Double {
+        kind == .refresh ? refreshTaskLimit : processingTaskLimit
+    }
+
+    /// Why this profile cannot carry out `step`, or nil when it can: ios6 has no background fetch
+    /// or silent pushes, and only ios13 has BGTaskScheduler.
+    public func lacks(_ step: Step) -> String? {
+        switch step {
+        case .fetch, .push:
+            return hasBackgroundFetch ? nil : "'\(step.description.split(separator: " ")[0])' needs background fetch and silent pushes, which profile \(name) lacks (they came with iOS 7)"
+        case .runTasks:
+            return hasTaskScheduler ? nil : "'run-tasks' needs BGTaskScheduler, which profile \(name) lacks (it came with iOS 13)"
+        default:
+            return nil
+        }
+    }
 
     /// The built-in profiles.
     public static let all: [Profile] = [ios6, ios7, ios13]
@@ -43,7 +109,8 @@ public struct Profile: Equatable, Sendable {
         case .didEnterBackground: return backgroundLimit
         case .willTerminate: return terminateLimit
         case .didBecomeActive, .willResignActive, .willEnterForeground, .didReceiveMemoryWarning,
-            .transferProgress, .transferDidFinish, .transferDidFail, .didFinishTransferEvents:
+            .transferProgress, .transferDidFinish, .transferDidFail, .didFinishTransferEvents, .performFetch,
+            .didReceiveRemoteNotification:
             return transitionLimit
         }
     }

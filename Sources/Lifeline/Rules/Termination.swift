@@ -5,11 +5,14 @@ public struct Termination: Equatable, Sendable {
         case watchdog
         case backgroundTaskTimeout
         case taskLimit
+        /// A fetch's or a silent push's completion was not called, or a scheduled task was not
+        /// completed, in time: iOS's watchdog ends the app for exhausting its time allowance.
+        case completionTimeout
 
         /// The exception code iOS gives: 0x8badf00d, 0x2182bad2, 0xbada5e47.
         public var code: String {
             switch self {
-            case .watchdog: return "0x8badf00d"
+            case .watchdog, .completionTimeout: return "0x8badf00d"
             case .backgroundTaskTimeout: return "0x2182bad2"
             case .taskLimit: return "0xbada5e47"
             }

@@ -91,8 +91,14 @@ public struct Scenario: Equatable, Sendable {
                 continue
             }
             let actionText = words[1...].joined(separator: " ")
-            guard let step = Step.all.first(where: { $0.description == actionText }) else {
-                let valid = Step.all.map(\.description).joined(separator: ", ")
+            let parsed: Step?
+            do {
+                parsed = try Step.parse(line[words[0].endIndex...])
+            } catch {
+                throw .badInput("\(at): \(error.message)")
+            }
+            guard let step = parsed else {
+                let valid = (Step.all.map(\.description) + Step.argumentForms).joined(separator: ", ")
                 throw .badInput(
                     "\(at): unknown action '\(actionText)'; the actions are: \(valid) "
                         + "(and 'http METHOD TARGET -> RESULT' for the network)")

@@ -35,6 +35,12 @@ public enum Simulation {
                 return try run(scenario: scenario, plugins: plugins, configuration: configuration, until: until)
             }
         }
+        // A step the profile has no API for cannot be played: ios6 never fetches.
+        for entry in scenario.entries {
+            if let lack = configuration.profile.lacks(entry.step) {
+                throw .badInput("\(scenario.fileName):\(entry.line): \(lack); run it with --profile ios13")
+            }
+        }
         var configuration = configuration
         configuration.loadFailurePolicy = .abort
         configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch

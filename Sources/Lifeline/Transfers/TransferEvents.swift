@@ -18,6 +18,8 @@ final class TransferEvents {
     private var held = false
     /// Launches the app in the background, when it is not running, to hear its transfers' events.
     var relaunch: () -> Void = {}
+    /// The completion of `didFinishTransferEvents` for a plugin, when it handles that event.
+    var completion: (Int) -> Int? = { _ in nil }
 
     init(session: AppSession, subscriptions: SubscriptionTable, caller: GuardedCaller) {
         self.session = session
@@ -142,7 +144,9 @@ final class TransferEvents {
                 }
                 delivered = true
             }
-            if delivered { _ = dispatch(.didFinishTransferEvents, to: index, transfer: nil, recordAlways: true) }
+            if delivered {
+                _ = dispatch(.didFinishTransferEvents, to: index, transfer: nil, recordAlways: true, completion: completion(index))
+            }
         }
     }
 
@@ -170,7 +174,8 @@ final class TransferEvents {
     /// it has handlers, or always with `recordAlways`; `transferProgress` is recorded by
     /// `progress` itself, sampled.
     private func dispatch(
-        _ name: LifecycleEventName, to index: Int, transfer: TransferEventInfo?, recordAlways: Bool = false
+        _ name: LifecycleEventName, to index: Int, transfer: TransferEventInfo?, recordAlways: Bool = false,
+        completion: Int? = nil
     ) -> Bool {
         let list = subscriptions.subscriptions(to: name, plugin: index)
         if list.isEmpty && !recordAlways { return false }
@@ -184,7 +189,8 @@ final class TransferEvents {
         }
         guard !list.isEmpty else { return false }
         caller.deliver(
-            LifecycleEvent(name: name, time: session.now.seconds, state: session.visibleState, transfer: transfer),
+            LifecycleEvent(
+                name: name, time: session.now.seconds, state: session.visibleState, transfer: transfer, completion: completion),
             to: list)
         return true
     }

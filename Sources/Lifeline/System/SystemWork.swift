@@ -1,0 +1,444 @@
+/// What the system does to the app beyond its lifecycle: background fetch, silent pushes, the
+/// tasks plugins schedule (BGTaskScheduler), and the completions each of them hands a plugin.
+///
+/// The requests are the host's, not the app's: they outlive a launch, and the host launches the
+/// app in the background, or wakes it from suspension, to run one. A completion the plugin has not
+/// called keeps the app awake; a fetch's, a push's or a task's that runs out of time terminates
+/// the app (`completionTimeout`), a task's expiration handler being called first; the completion
+/// of `didFinishTransferEvents` that runs out only lets the app be suspended.
+///
+/// Nothing here calls plugin code from inside plugin code: a submit, a step or a change of the
+/// device's conditions asks for an evaluation, which runs as a host job of its own.
+///
+/// Threading: main executor only.
+final class SystemWork {
+    private let session: AppSession
+    private let subscriptions: SubscriptionTable
+    private let caller: GuardedCaller
+    private let policy: TaskPolicy
+    /// Launches the app in the background when it is not running, or wakes it when suspended,
+    /// saying why; the app may still not run afterwards (a plugin failed to load).
+    var wake: (String) -> Void = { _ in }
+    var terminate: (Termination) -> Void = { _ in }
+
+    /// The device: on its charger or not, with a network or not.
+    private(set) var charging = false
+    private(set) var networkAvailable = true
+    /// The user force-quit the app: as on iOS, the system launches it for nothing until the user
+    /// launches it again.
+    private var userQuit = false
+
+    private struct Request {
+        var plugin: String
+        var request: SystemTaskRequest
+        var earliest: HostTime
+        /// A `run-tasks` step picked it: it runs once its conditions hold, whatever the policy.
+        var forced = false
+    }
+    /// Pending requests, in the order they were submitted (a replaced one keeps its place).
+    private var requests: [Request] = []
+    /// The one host job that evaluates the requests when the next one falls due.
+    private var wakeJob: (id: MainExecutor.JobID, time: HostTime)?
+    private var evaluationQueued = false
+
+    /// This launch's task handlers, by plugin name, then identifier.
+    private var handlers: [String: [String: (plugin: Int, handler: SystemTaskHandler)]] = [:]
+
+    enum CompletionKind: Equatable {
+        case fetch
+        case push
+        case transferEvents
+        case task(SystemTaskInfo)
+    }
+    private struct Completion {
+        var plugin: Int
+        var pluginName: String
+        var kind: CompletionKind
+        var jobs: [MainExecutor.JobID]
+        var handler: SystemTaskHandler?
+    }
+    /// Completions not called yet, by id: each keeps the app awake.
+    private var completions: [Int: Completion] = [:]
+    /// Unique for the host's life, so a stale completion never completes a newer one.
+    private var nextCompletion = 1
+
+    init(session: AppSession, subscriptions: SubscriptionTable, caller: GuardedCaller, policy: TaskPolicy) {
+        self.session = session
+        self.subscriptions = subscriptions
+        self.caller = caller
+        self.policy = policy
+    }
+
+    /// Whether a completion is still to be called: the app is not suspended meanwhile.
+    var holdsAppAwake: Bool { !completions.isEmpty }
+
+    // MARK: - Steps
+
+    /// Carries out what the system does (`Step.isSystemEvent`).
+    func perform(_ step: Step) {
+        switch step {
+        case .fetch: deliver(.performFetch, payload: nil)
+        case .push(let payload): deliver(.didReceiveRemoteNotification, payload: payload)
+        case .runTasks(let filter):
+            var picked = 0
+            for i in requests.indices where filter.matches(kind: requests[i].request.kind, identifier: requests[i].request.identifier) {
+                requests[i].forced = true
+                picked += 1
+            }
+            session.record("runTasks", ("filter", .string(filter.description)), ("picked", .int(Int64(picked))))
+            queueEvaluation()
+        case .charging(let on):
+            charging = on
+            session.record("charging", ("on", .bool(on)))
+            queueEvaluation()
+        case .network(let on):
+            networkAvailable = on
+            session.record("network", ("on", .bool(on)))
+            queueEvaluation()
+        default:
+            break
+        }
+    }
+
+    /// What a lifecycle step means here: the app's leaving the foreground or its end may let a
+    /// request run; a force-quit stops the system launching it until the user does.
+    func stepped(_ step: Step) {
+        switch step {
+        case .forceQuit: userQuit = true
+        case .launch: userQuit = false
+        default: break
+        }
+        if !requests.isEmpty { queueEvaluation() }
+    }
+
+    // MARK: - Fetch and silent pushes
+
+    /// Sends `performFetch` or `didReceiveRemoteNotification` to every plugin that handles it,
+    /// each with a completion of its own. The app is launched in the background, or woken, for
+    /// it; a fetch is not made while the app is in the foreground.
+    private func deliver(_ name: LifecycleEventName, payload: String?) {
+        if name == .performFetch, session.appRunning, session.visibleState == .active || session.visibleState == .inactive {
+            return session.record(name.rawValue, ("dropped", .bool(true)))
+        }
+        if name == .performFetch, userQuit { return session.record(name.rawValue, ("dropped", .bool(true))) }
+        wake(name == .performFetch ? "fetch" : "push")
+        guard session.isRunning else { return }
+        session.record(name.rawValue)
+        let list = subscriptions.subscriptions(to: name)
+        guard !list.isEmpty else { return }
+        let window = caller.openWindow(limit: session.profile.limit(for: name), handler: HandlerName(name.rawValue))
+        var completionOf: [Int: Int] = [:]
+        for subscription in list {
+            guard session.isRunning else { return }
+            if subscription.cancelled { continue }
+            let id = completionOf[subscription.plugin] ?? open(
+                name == .performFetch ? .fetch : .push, plugin: subscription.plugin, limit: session.profile.fetchLimit)
+            completionOf[subscription.plugin] = id
+            let event = LifecycleEvent(
+                name: name, time: session.now.seconds, state: session.visibleState, completion: id, payload: payload)
+            caller.call(subscription.plugin, in: window) { subscription.handler(event) }
+        }
+    }
+
+    /// A completion for `didFinishTransferEvents`, when plugin `index` handles that event: the app
+    /// stays awake until it is called or the profile's limit passes.
+    func transferEventsCompletion(plugin index: Int) -> Int? {
+        guard !subscriptions.subscriptions(to: .didFinishTransferEvents, plugin: index).isEmpty else { return nil }
+        return open(.transferEvents, plugin: index, limit: session.profile.transferEventsLimit)
+    }
+
+    /// Opens a completion for plugin `index`, due in `limit` seconds.
+    private func open(_ kind: CompletionKind, plugin index: Int, limit: Double, id: Int? = nil) -> Int {
+        let id = id ?? takeID()
+        var jobs: [MainExecutor.JobID] = []
+        let due = session.now.adding(seconds: limit)
+        if case .task = kind {
+            let lead = session.profile.expirationLead
+            let expiring = limit > lead ? session.now.adding(seconds: limit - lead) : session.now
+            jobs.append(session.scheduleAppJob(at: expiring) { [unowned self] in expire(id) })
+        }
+        jobs.append(session.scheduleAppJob(at: due) { [unowned self] in timedOut(id) })
+        completions[id] = Completion(
+            plugin: index, pluginName: session.plugins[index].context.pluginName, kind: kind, jobs: jobs)
+        return id
+    }
+
+    private func takeID() -> Int {
+        defer { nextCompletion += 1 }
+        return nextCompletion
+    }
+
+    /// Calls completion `id` for `context`'s plugin. False, with a warning, when it was called
+    /// already or ran out; throws when it is not the plugin's, or the value is not its kind's.
+    func complete(_ context: PluginContext, id: Int, with value: CompletionValue) throws(SystemTaskError) -> Bool {
+        guard let completion = completions[id] else {
+            guard id > 0, id < nextCompletion else { throw SystemTaskError("there is no completion \(id)") }
+            session.logger.warning(
+                "plugin '\(context.pluginName)': completion \(id) was called already, or its time ran out")
+            return false
+        }
+        guard completion.pluginName == context.pluginName else {
+            throw SystemTaskError("completion \(id) belongs to plugin '\(completion.pluginName)'")
+        }
+        switch (completion.kind, value) {
+        case (.fetch, .fetch(let result)), (.push, .fetch(let result)):
+            finish(id)
+            session.record(
+                completion.kind == .fetch ? "fetchCompleted" : "pushCompleted", ("plugin", .string(context.pluginName)),
+                ("result", .string(result.rawValue)))
+        case (.task(let task), .task(let success)):
+            finish(id)
+            recordTask("systemTaskCompleted", completion.pluginName, task, ("success", .bool(success)))
+        case (.transferEvents, _):
+            finish(id)
+            session.record("transferEventsCompleted", ("plugin", .string(context.pluginName)))
+        case (.fetch, _), (.push, _):
+            throw SystemTaskError("the completion takes a result: \(FetchResult.names)")
+        case (.task, _):
+            throw SystemTaskError("setTaskCompleted takes whether the task succeeded: true or false")
+        }
+        return true
+    }
+
+    /// Drops completion `id` and its deadlines.
+    private func finish(_ id: Int) {
+        guard let completion = completions.removeValue(forKey: id) else { return }
+        for job in completion.jobs { session.executor.cancel(job) }
+        if case .task(let task) = completion.kind { completion.handler?.finished(task) }
+    }
+
+    /// A task's time is nearly out: its expiration handler is called.
+    private func expire(_ id: Int) {
+        guard let completion = completions[id], case .task(let task) = completion.kind, session.isRunning else { return }
+        recordTask("systemTaskExpiring", completion.pluginName, task)
+        guard let handler = completion.handler else { return }
+        let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expirationHandler")
+        caller.call(completion.plugin, in: window) { handler.expire(task) }
+    }
+
+    /// A completion was not called in time.
+    private func timedOut(_ id: Int) {
+        guard let completion = completions[id], session.isRunning else { return }
+        let plugin = completion.pluginName
+        switch completion.kind {
+        case .transferEvents:
+            finish(id)
+            // As on iOS, the app is not killed for it: it is suspended once nothing else holds it.
+            session.record("transferEventsTimedOut", ("plugin", .string(plugin)))
+        case .fetch, .push:
+            finish(id)
+            let what = completion.kind == .fetch ? "performFetch" : "didReceiveRemoteNotification"
+            let limit = ReportNumber.seconds(session.profile.fetchLimit)
+            terminate(
+                Termination(
+                    kind: .completionTimeout,
+                    reason: "plugin '\(plugin)' did not call the completion of \(what) within \(limit) s",
+                    plugin: plugin, time: session.now, traceback: nil))
+        case .task(let task):
+            finish(id)
+            let limit = ReportNumber.seconds(session.profile.limit(for: task.kind))
+            terminate(
+                Termination(
+                    kind: .completionTimeout,
+                    reason: "plugin '\(plugin)' did not complete its \(task.kind.rawValue) task '\(task.identifier)' "
+                        + "within \(limit) s",
+                    plugin: plugin, time: session.now, traceback: nil))
+        }
+    }
+
+    // MARK: - Scheduled tasks
+
+    private func checkAvailable(_ fname: String) throws(SystemTaskError) {
+        guard session.profile.hasTaskScheduler else {
+            throw SystemTaskError(
+                "\(fname): BGTaskScheduler came with iOS 13, and profile \(session.profile.name) lacks it")
+        }
+    }
+
+    private func checkPermitted(_ context: PluginContext, _ identifier: String) throws(SystemTaskError) {
+        guard session.plugins[context.index].taskIdentifiers.contains(identifier) else {
+            throw SystemTaskError(
+                "'\(identifier)' is not a permitted identifier; list it in plugin.toml: [background] identifiers = "
+                    + "[\"\(identifier)\"]")
+        }
+    }
+
+    /// Registers the handler for `identifier`: only while the app launches (the plugin loading, or
+    /// didFinishLaunching's handlers), once per identifier, and for a permitted identifier.
+    func register(_ context: PluginContext, identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
+        try checkAvailable("register")
+        guard !session.launchEnded else {
+            throw SystemTaskError(
+                "register: '\(identifier)' is registered after the app finished launching; register handlers while "
+                    + "the plugin loads")
+        }
+        try checkPermitted(context, identifier)
+        guard handlers[context.pluginName]?[identifier] == nil else {
+            throw SystemTaskError("register: a handler for '\(identifier)' is registered already")
+        }
+        handlers[context.pluginName, default: [:]][identifier] = (context.index, handler)
+        // Requests that came due while no handler could run may run now that one can.
+        if !requests.isEmpty { queueEvaluation() }
+    }
+
+    /// Schedules `request` for `context`'s plugin. One with the same identifier is replaced, as on
+    /// iOS; otherwise the plugin may have one refresh and ten processing requests pending.
+    func submit(_ context: PluginContext, _ request: SystemTaskRequest) throws(SystemTaskError) {
+        try checkAvailable("submit")
+        try checkPermitted(context, request.identifier)
+        guard request.earliestBegin.isFinite, request.earliestBegin >= 0 else {
+            throw SystemTaskError("submit: earliestBegin must be a number of seconds, 0 or more")
+        }
+        let plugin = context.pluginName
+        let existing = requests.firstIndex { $0.plugin == plugin && $0.request.identifier == request.identifier }
+        if existing == nil || requests[existing!].request.kind != request.kind {
+            let same = requests.filter { $0.plugin == plugin && $0.request.kind == request.kind }.count
+            guard same < SystemTaskRequest.pendingLimit(request.kind) else {
+                throw SystemTaskError(
+                    "submit: too many pending \(request.kind.rawValue) requests: a plugin may have "
+                        + "\(SystemTaskRequest.pendingLimit(request.kind)) pending at once")
+            }
+        }
+        let entry = Request(plugin: plugin, request: request, earliest: session.now.adding(seconds: request.earliestBegin))
+        if let existing { requests[existing] = entry } else { requests.append(entry) }
+        session.record(
+            "systemTaskSubmitted", ("plugin", .string(plugin)), ("identifier", .string(request.identifier)),
+            ("kind", .string(request.kind.rawValue)), ("earliestBegin", .number(ReportNumber.seconds(entry.earliest))),
+            ("requiresNetwork", .bool(request.requiresNetwork)), ("requiresPower", .bool(request.requiresPower)),
+            ("replaced", .bool(existing != nil)))
+        queueEvaluation()
+    }
+
+    /// Cancels the plugin's pending request for `identifier`; false if there is none.
+    func cancel(_ context: PluginContext, identifier: String) throws(SystemTaskError) -> Bool {
+        try checkAvailable("cancel")
+        guard let i = requests.firstIndex(where: { $0.plugin == context.pluginName && $0.request.identifier == identifier })
+        else { return false }
+        requests.remove(at: i)
+        session.record("systemTaskCancelled", ("plugin", .string(context.pluginName)), ("identifier", .string(identifier)))
+        return true
+    }
+
+    /// The plugin's pending requests, in the order they were submitted.
+    func pending(_ context: PluginContext) throws(SystemTaskError) -> [PendingSystemTask] {
+        try checkAvailable("pending")
+        return requests.filter { $0.plugin == context.pluginName }.map {
+            PendingSystemTask(request: $0.request, earliestBegin: $0.earliest.seconds)
+        }
+    }
+
+    /// Evaluates the requests on a turn of its own, at the time now.
+    private func queueEvaluation() {
+        guard !evaluationQueued else { return }
+        evaluationQueued = true
+        session.executor.schedule(at: session.now) { [unowned self] in
+            evaluationQueued = false
+            evaluate()
+        }
+    }
+
+    /// When a request may run at the soonest under the policy, or nil when only `run-tasks` can
+    /// start it.
+    private func due(_ r: Request) -> HostTime? {
+        if r.forced { return session.now }
+        switch policy {
+        case .earliest: return r.earliest
+        case .delayed(let seconds): return r.earliest.adding(seconds: seconds)
+        case .manual: return nil
+        }
+    }
+
+    /// Starts every request that is due, whose conditions hold, while the app is not in the
+    /// foreground; then sets the wake-up for the next one due.
+    private func evaluate() {
+        guard !session.isStopped else { return }
+        let now = session.now
+        let foreground = session.appRunning && (session.visibleState == .active || session.visibleState == .inactive)
+        var ready: [Request] = []
+        var next: HostTime?
+        var kept: [Request] = []
+        for r in requests {
+            guard let due = due(r) else {
+                kept.append(r)
+                continue
+            }
+            if due > now {
+                next = next.map { min($0, due) } ?? due
+                kept.append(r)
+            } else if foreground || userQuit || (r.request.requiresNetwork && !networkAvailable)
+                || (r.request.requiresPower && !charging)
+            {
+                kept.append(r)
+            } else {
+                ready.append(r)
+            }
+        }
+        requests = kept
+        if let job = wakeJob, job.time != next {
+            session.executor.cancel(job.id)
+            wakeJob = nil
+        }
+        if let next, wakeJob == nil {
+            let id = session.executor.schedule(at: next) { [unowned self] in
+                wakeJob = nil
+                evaluate()
+            }
+            wakeJob = (id, next)
+        }
+        for r in ready {
+            guard !session.isStopped else { return }
+            start(r)
+        }
+    }
+
+    /// Runs one request: the app is launched or woken for it, then its plugin's handler gets the
+    /// task. A request whose plugin registered no handler in this launch is dropped, as iOS drops a
+    /// launch for an identifier with no handler.
+    private func start(_ r: Request) {
+        wake("systemTask")
+        let request = r.request
+        guard session.isRunning, let registered = handlers[r.plugin]?[request.identifier] else {
+            if session.isRunning {
+                session.record(
+                    "systemTaskDropped", ("plugin", .string(r.plugin)), ("identifier", .string(request.identifier)),
+                    ("reason", .string("noHandler")))
+            }
+            return
+        }
+        let task = SystemTaskInfo(id: takeID(), identifier: request.identifier, kind: request.kind)
+        _ = open(.task(task), plugin: registered.plugin, limit: session.profile.limit(for: request.kind), id: task.id)
+        completions[task.id]?.handler = registered.handler
+        recordTask("systemTaskStarted", r.plugin, task)
+        let window = caller.openWindow(limit: session.profile.transitionLimit, handler: HandlerName("task \(request.identifier)"))
+        caller.call(registered.plugin, in: window) { registered.handler.run(task) }
+    }
+
+    private func recordTask(_ event: String, _ plugin: String, _ task: SystemTaskInfo, _ extra: (String, JSONValue)...) {
+        session.record(
+            event,
+            [("plugin", .string(plugin)), ("identifier", .string(task.identifier)), ("kind", .string(task.kind.rawValue)),
+                ("task", .int(Int64(task.id)))] + extra)
+    }
+
+    // MARK: - The app's end
+
+    /// Forgets one plugin's handlers and completions (it failed to load).
+    func remove(plugin index: Int, name: String) {
+        handlers[name] = nil
+        for (id, c) in completions where c.plugin == index { finish(id) }
+    }
+
+    /// The app ended: this launch's handlers and completions go; the requests stay.
+    func appEnded() {
+        handlers.removeAll()
+        for id in completions.keys.sorted() { finish(id) }
+        if !requests.isEmpty { queueEvaluation() }
+    }
+}
+
+/// What a completion is called with.
+package enum CompletionValue {
+    case fetch(FetchResult)
+    case task(success: Bool)
+    case none
+}
