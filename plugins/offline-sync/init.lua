@@ -33,6 +33,9 @@ lifeline.on('transferDidFail', function(e)
   lifeline.log.warning(('download %s failed: %s'):format(e.id, e.reason))
 end)
 
-lifeline.on('didFinishTransferEvents', function()
+-- As iOS's handleEventsForBackgroundURLSession completion handler: call it once the batch is
+-- handled, or the app stays awake until the profile's limit for nothing.
+lifeline.on('didFinishTransferEvents', function(event)
   lifeline.log.info('all transfer events handled')
+  event.complete()
 end)

@@ -476,6 +476,6 @@ func api_backgroundTimeRemaining_isTheFullBudgetOnEntry(_ profile: Profile, _ ex
         try marksOf(source) == [
             "after=function,background=function,backgroundTimeRemaining=function,beginBackgroundTask=function,"
                 + "config=table,endBackgroundTask=function,http=table,json=table,log=table,now=function,on=function,"
-                + "profile=function,queue=table,sleep=function,state=function,store=table,transfers=table"
+                + "profile=function,queue=table,sleep=function,state=function,store=table,tasks=table,transfers=table"
         ])
 }

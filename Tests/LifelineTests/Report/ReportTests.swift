@@ -45,7 +45,11 @@ private final class SaveChanges: SwiftPlugin {
             "transition": 10,
             "willTerminate": 5,
             "expirationHandler": 1,
-            "taskLimit": 1000
+            "taskLimit": 1000,
+            "fetch": 30,
+            "refreshTask": 30,
+            "processingTask": 180,
+            "transferEvents": 30
           },
           "outcome": "completed",
           "termination": null,
@@ -146,7 +150,8 @@ func report_t_isVirtualSecondsRoundedToTheMillisecond(_ c: RoundingCase) throws 
     #expect(
         text.hasPrefix(
             #"{"lifeline":2,"profile":"ios13","limits":{"budget":30,"expirationLead":5,"launch":20,"didEnterBackground":5,"#
-                + #""transition":10,"willTerminate":5,"expirationHandler":1,"taskLimit":1000},"outcome":"completed","#
+                + #""transition":10,"willTerminate":5,"expirationHandler":1,"taskLimit":1000,"#
+                + #""fetch":30,"refreshTask":30,"processingTask":180,"transferEvents":30},"outcome":"completed","#
                 + #""termination":null,"plugins":[],"timeline":["#))
     #expect(!text.contains("\n"))
 }
