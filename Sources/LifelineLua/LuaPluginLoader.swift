@@ -80,7 +80,10 @@ public enum LuaPluginLoader {
             }
             let finalConfig = config
             result.append(
-                PluginDescriptor(name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota) {
+                PluginDescriptor(
+                    name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota,
+                    filesQuota: manifest.filesQuota
+                ) {
                     () throws(LifelineError) -> any PluginInstance in
                     try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
                 })

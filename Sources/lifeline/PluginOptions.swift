@@ -66,6 +66,7 @@ struct PluginOptions: ParsableArguments {
             }
             descriptor.network = (try? NetworkPermissions(request.manifest.networkPermissions)) ?? .none
             descriptor.storeQuota = request.manifest.storeQuota
+            descriptor.filesQuota = request.manifest.filesQuota
             all.append((request.folder, descriptor))
         }
         var seen: Set<String> = []
