@@ -36,7 +36,7 @@ enum LuaModule {
     /// functions beside them; a new file of functions adds its list here.
     nonisolated(unsafe) static let registry = registrations(
         functions + taskFunctions + httpFunctions + LuaStore.functions + LuaTransfers.functions
-            + queueFunctions + LuaSystem.functions)
+            + queueFunctions + LuaFiles.functions + LuaSystem.functions)
 
     /// What the module's C parts call on the host.
     static let hooks = LifelineHooks(

@@ -79,7 +79,10 @@ public enum LuaPluginLoader {
                 }
             }
             let finalConfig = config
-            var descriptor = PluginDescriptor(name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota) {
+            var descriptor = PluginDescriptor(
+                name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota,
+                filesQuota: manifest.filesQuota
+            ) {
                 () throws(LifelineError) -> any PluginInstance in
                 try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
             }

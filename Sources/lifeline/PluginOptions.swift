@@ -66,6 +66,7 @@ struct PluginOptions: ParsableArguments {
             }
             descriptor.network = (try? NetworkPermissions(request.manifest.networkPermissions)) ?? .none
             descriptor.storeQuota = request.manifest.storeQuota
+            descriptor.filesQuota = request.manifest.filesQuota
             descriptor.taskIdentifiers = request.manifest.taskIdentifiers
             all.append((request.folder, descriptor))
         }

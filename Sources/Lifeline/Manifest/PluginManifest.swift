@@ -8,6 +8,8 @@ public struct PluginManifest: Equatable, Sendable {
     public var memoryLimit: Int?
     /// Per-plugin store quota in bytes, from [limits] store; nil means `PluginStore.defaultQuota`.
     public var storeQuota: Int?
+    /// Per-plugin files quota in bytes, from [limits] files; nil means `PluginFiles.defaultQuota`.
+    public var filesQuota: Int?
     /// [permissions] network: the HOST:PORT patterns of `NetworkPermissions`, checked when parsed.
     public var networkPermissions: [String]
     /// The free-form [config] table.
@@ -35,6 +37,7 @@ public struct PluginManifest: Equatable, Sendable {
         description = nil
         memoryLimit = nil
         storeQuota = nil
+        filesQuota = nil
         networkPermissions = []
         config = TOMLTable()
         swiftPlugin = nil
@@ -87,8 +90,10 @@ public struct PluginManifest: Equatable, Sendable {
                             maximum: reader.maximumMemoryLimit)
                     case "store":
                         manifest.storeQuota = try reader.bytes(value, "store", line, minimum: 1, maximum: Int.max)
+                    case "files":
+                        manifest.filesQuota = try reader.bytes(value, "files", line, minimum: 1, maximum: Int.max)
                     default:
-                        throw reader.unknown(key, value, in: "limits", line, valid: ["memory", "store"])
+                        throw reader.unknown(key, value, in: "limits", line, valid: ["memory", "store", "files"])
                     }
                 }
             case "background":

@@ -53,6 +53,8 @@ public struct PluginDescriptor: Sendable {
     public var network: NetworkPermissions = .none
     /// Bytes its store may keep (plugin.toml's `[limits] store`); nil: `PluginStore.defaultQuota`.
     public var storeQuota: Int?
+    /// Bytes its files folder may hold (plugin.toml's `[limits] files`); nil: `PluginFiles.defaultQuota`.
+    public var filesQuota: Int?
     /// The task identifiers it may register and submit (plugin.toml's `[background] identifiers`).
     public var taskIdentifiers: [String] = []
     /// Makes a new instance, or says why the plugin cannot be loaded (file:line where known).
@@ -60,12 +62,13 @@ public struct PluginDescriptor: Sendable {
 
     public init(
         name: String, kind: PluginKind, network: NetworkPermissions = .none, storeQuota: Int? = nil,
-        make: @escaping @Sendable () throws(LifelineError) -> any PluginInstance
+        filesQuota: Int? = nil, make: @escaping @Sendable () throws(LifelineError) -> any PluginInstance
     ) {
         self.name = name
         self.kind = kind
         self.network = network
         self.storeQuota = storeQuota
+        self.filesQuota = filesQuota
         self.make = make
     }
 }

@@ -1,11 +1,12 @@
-/// The plugins' stores, by plugin name, each made on first use. They live in the state dir's
-/// database and outlive every launch of the app.
+/// The plugins' stores and files, by plugin name, each made on first use. They live in the state
+/// dir (its database, its `files` folder) and outlive every launch of the app.
 ///
 /// Threading: main executor only.
 final class StoreRegistry {
     private let database: StateDatabase?
     private let plugins: [PluginDescriptor]
     private var stores: [String: PluginStore] = [:]
+    private var files: [String: PluginFiles] = [:]
 
     init(database: StateDatabase?, plugins: [PluginDescriptor]) {
         self.database = database
@@ -22,5 +23,17 @@ final class StoreRegistry {
         let store = PluginStore(plugin: plugin, quota: quota, database: database)
         stores[plugin] = store
         return store
+    }
+
+    /// The plugin's files; throws when the host has no state dir.
+    func files(for plugin: String) throws(FileError) -> PluginFiles {
+        if let files = files[plugin] { return files }
+        guard let database else {
+            throw FileError("the host was started without a state dir, so there are no files")
+        }
+        let quota = plugins.first { $0.name == plugin }?.filesQuota ?? PluginFiles.defaultQuota
+        let made = PluginFiles(plugin: plugin, root: database.filesRoot + "/" + plugin, quota: quota)
+        files[plugin] = made
+        return made
     }
 }

@@ -36,7 +36,7 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
     public var description: String { message }
 }
 
-/// Why the host refused a plugin's call: to its store, its transfers or a queue. The message is
+/// Why the host refused a plugin's call: to its store, its files, its transfers or a queue. The message is
 /// what the plugin sees (Lua raises it as the call's error), so it says what to change.
 public struct PluginCallError: Error, Equatable, Sendable, CustomStringConvertible {
     public let message: String
@@ -48,5 +48,7 @@ public struct PluginCallError: Error, Equatable, Sendable, CustomStringConvertib
 public typealias StoreError = PluginCallError
 /// A transfer call the host refused.
 public typealias TransferError = PluginCallError
+/// A call on the plugin's files that the host refused.
+public typealias FileError = PluginCallError
 /// A queue the host could not give.
 public typealias QueueError = PluginCallError

@@ -33,7 +33,7 @@ final class TransferEvents {
         self.ledger = ledger
         let manager = TransferManager(
             ledger: ledger, transport: configuration.transferTransport, executor: session.executor,
-            filesRoot: database.directory + "/files", limit: configuration.transferLimit,
+            filesRoot: database.filesRoot, limit: configuration.transferLimit,
             jitterSeed: configuration.transferJitterSeed, epochAtStart: epochAtStart,
             callbacks: TransferManager.Callbacks(
                 eventQueued: { [unowned self] _, relaunch in queued(relaunch: relaunch) },

@@ -4,8 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// The folder that holds a transfer's file, held open: what is done in it (open, rename, remove)
-/// happens in that folder, not wherever its path leads by then. Every folder on the way from the
+/// The folder that holds a transfer's file or one of `PluginFiles`, held open: what is done in it
+/// (open, rename, remove) happens in that folder, not wherever its path leads by then. Every folder on the way from the
 /// plugin's files folder is checked, on the open folder itself, to lie inside the files folder
 /// once links are resolved, and the file itself is opened without following a link. So a link
 /// swapped in after `TransferPath.resolve` checked the name cannot lead a write outside.
@@ -32,16 +32,48 @@ final class TransferFolder {
     static func holding(
         _ file: String, in root: String, create: Bool
     ) throws(TransferError) -> (folder: TransferFolder, leaf: String) {
+        // With `missing: nil`, a folder that is not there throws rather than giving nil.
+        try locate(file, in: root, create: create, missing: nil)!
+    }
+
+    /// As `holding` without `create`, but nil when the files folder or a folder on the way is not
+    /// there (or is a file): then no file of that name exists either.
+    static func existing(
+        _ file: String, in root: String
+    ) throws(TransferError) -> (folder: TransferFolder, leaf: String)? {
+        try locate(file, in: root, create: false, missing: [ENOENT, ENOTDIR])
+    }
+
+    /// The plugin's files folder itself, or nil when it is not there yet.
+    static func root(_ root: String) throws(TransferError) -> TransferFolder? {
+        let top = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard top >= 0 else {
+            if errno == ENOENT { return nil }
+            throw rootError()
+        }
+        return TransferFolder(fd: top, name: "")
+    }
+
+    /// Why the files folder could not be opened, from errno.
+    private static func rootError() -> TransferError {
+        if errno == ELOOP || errno == ENOTDIR {
+            return TransferError("the plugin's files folder is a link or a file, not a folder")
+        }
+        return TransferError("cannot open the plugin's files folder: \(errnoText())")
+    }
+
+    /// The walk of `holding` and `existing`: nil when an open fails with an errno in `missing`.
+    private static func locate(
+        _ file: String, in root: String, create: Bool, missing: Set<Int32>?
+    ) throws(TransferError) -> (folder: TransferFolder, leaf: String)? {
         var components = file.split(separator: "/").map(String.init)
         guard let leaf = components.popLast() else { throw TransferError("'\(file)' does not name a file") }
         if create { try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
         // The files folder is the host's own: a link in its place was not made by the host.
         let top = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard top >= 0 else {
-            if errno == ELOOP || errno == ENOTDIR {
-                throw TransferError("the plugin's files folder is a link or a file, not a folder")
-            }
-            throw TransferError("cannot open the plugin's files folder: \(errnoText())")
+            if missing?.contains(errno) == true && errno != ENOTDIR { return nil }
+            throw rootError()
         }
         var folder = TransferFolder(fd: top, name: "")
         guard let realRoot = realPath(of: top, named: root) else {
@@ -58,7 +90,10 @@ final class TransferFolder {
                 }
                 next = openat(folder.fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             }
-            guard next >= 0 else { throw TransferError("cannot open the folder '\(name)': \(errnoText())") }
+            guard next >= 0 else {
+                if missing?.contains(errno) == true { return nil }
+                throw TransferError("cannot open the folder '\(name)': \(errnoText())")
+            }
             folder = TransferFolder(fd: next, name: name)
             guard let real = realPath(of: next, named: path), real == realRoot || real.hasPrefix(realRoot + "/")
             else { throw TransferError("'\(file)' leads outside the plugin's files folder (through a link)") }
@@ -83,13 +118,27 @@ final class TransferFolder {
 
     /// The whole content of the plain file `leaf`.
     func read(_ leaf: String) throws(TransferError) -> [UInt8] {
+        switch try read(leaf, limit: .max) {
+        case .bytes(let bytes): return bytes
+        case .missing: throw TransferError("cannot open '\(relative(leaf))': \(String(cString: strerror(ENOENT)))")
+        case .tooLarge: throw TransferError("'\(relative(leaf))' is too large to read")
+        }
+    }
+
+    /// The content of the plain file `leaf`, when it holds at most `limit` bytes: a caller that
+    /// must bound what it holds is never made to hold more, even by a file that grows meanwhile.
+    func read(_ leaf: String, limit: Int) throws(TransferError) -> BoundedRead {
         let file = open(leaf, O_RDONLY)
-        guard file >= 0 else { throw TransferError("cannot open '\(relative(leaf))': \(errnoText())") }
+        guard file >= 0 else {
+            if errno == ENOENT { return .missing }
+            throw TransferError("cannot open '\(relative(leaf))': \(errnoText())")
+        }
         defer { close(file) }
         var st = stat()
         guard fstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
             throw TransferError("'\(relative(leaf))' is not a plain file")
         }
+        guard st.st_size <= limit else { return .tooLarge(Int64(st.st_size)) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(st.st_size))
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
@@ -98,9 +147,10 @@ final class TransferFolder {
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { throw TransferError("cannot read '\(relative(leaf))': \(errnoText())") }
             if n == 0 { break }
+            guard bytes.count + n <= limit else { return .tooLarge(Int64(bytes.count + n)) }
             bytes.append(contentsOf: chunk[0..<n])
         }
-        return bytes
+        return .bytes(bytes)
     }
 
     /// Writes `bytes` as the whole content of `leaf`.
@@ -108,12 +158,101 @@ final class TransferFolder {
         let file = open(leaf, O_WRONLY | O_CREAT | O_TRUNC)
         guard file >= 0 else { throw TransferError("cannot write '\(relative(leaf))': \(errnoText())") }
         defer { close(file) }
+        // withUnsafeBytes rethrows untyped errors, so the typed one is carried out by hand.
+        var failure: TransferError?
+        bytes.withUnsafeBytes { buffer in
+            do throws(TransferError) { try writeAll(file, buffer, leaf) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    private func writeAll(_ file: Int32, _ bytes: UnsafeRawBufferPointer, _ leaf: String) throws(TransferError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(file, $0.baseAddress! + offset, $0.count - offset) }
+            let n = Glibc.write(file, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw TransferError("cannot write '\(relative(leaf))': \(errnoText())") }
             offset += n
+        }
+    }
+
+    /// The first characters of a temporary's name. `TransferPath.resolve` refuses names that
+    /// start with them, and `files()` leaves them out, so no file a plugin can name is one.
+    static let temporaryPrefix = ".lifeline-tmp-"
+
+    /// Replaces `leaf` with `bytes` atomically: they go to a temporary in this folder, reach the
+    /// disk (fsync), and the temporary is renamed over `leaf`. A failure at any step removes the
+    /// temporary and leaves `leaf` as it was; after a crash, the temporary is what is left over,
+    /// never a cut `leaf`.
+    func replace(_ leaf: String, with bytes: UnsafeRawBufferPointer) throws(TransferError) {
+        var temporary = ""
+        var file: Int32 = -1
+        for _ in 0..<8 where file < 0 {
+            temporary = TransferFolder.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            file = open(temporary, O_WRONLY | O_CREAT | O_EXCL)
+            if file < 0 && errno != EEXIST { break }
+        }
+        guard file >= 0 else { throw TransferError("cannot write '\(relative(leaf))': \(errnoText())") }
+        do throws(TransferError) {
+            defer { close(file) }
+            try writeAll(file, bytes, leaf)
+            guard fsync(file) == 0 else { throw TransferError("cannot write '\(relative(leaf))': \(errnoText())") }
+            guard renameat(fd, temporary, fd, leaf) == 0 else {
+                let why = errno == EISDIR ? "it is a folder" : errnoText()
+                throw TransferError("cannot write '\(relative(leaf))': \(why)")
+            }
+        } catch {
+            remove(temporary)
+            throw error
+        }
+        // The rename itself reaches the disk with the folder.
+        fsync(fd)
+    }
+
+    /// Every plain file under this folder, with its size and its name relative to this folder.
+    /// Links are neither followed nor listed; a name that is not UTF-8 (no plugin call makes one)
+    /// is counted with no name. With `removingTemporaries`, the temporaries of `replace` are
+    /// removed, not listed: the caller knows no write is under way.
+    func files(removingTemporaries: Bool) -> [(name: String?, size: Int64)] {
+        var found: [(name: String?, size: Int64)] = []
+        TransferFolder.walk(dup(fd), prefix: "", depth: 0, removingTemporaries: removingTemporaries, into: &found)
+        return found
+    }
+
+    /// Folders deeper than this are not walked: no plugin call makes them.
+    private static let maximumDepth = 64
+
+    /// Walks the folder open as `fd`, which it closes.
+    private static func walk(
+        _ fd: Int32, prefix: String?, depth: Int, removingTemporaries: Bool,
+        into found: inout [(name: String?, size: Int64)]
+    ) {
+        guard fd >= 0 else { return }
+        guard let dir = fdopendir(fd) else {
+            close(fd)
+            return
+        }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let raw = withUnsafeBytes(of: entry.pointee.d_name) { buffer in Array(buffer.prefix { $0 != 0 }) }
+            if raw == [UInt8(ascii: ".")] || raw == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
+            let cName = raw.map { CChar(bitPattern: $0) } + [0]
+            var st = stat()
+            guard fstatat(dirfd(dir), cName, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            let leaf = String(validating: raw, as: UTF8.self)
+            let name = prefix.flatMap { p in leaf.map { p.isEmpty ? $0 : p + "/" + $0 } }
+            switch st.st_mode & S_IFMT {
+            case S_IFREG:
+                if removingTemporaries, leaf?.hasPrefix(temporaryPrefix) == true {
+                    unlinkat(dirfd(dir), cName, 0)
+                    continue
+                }
+                found.append((name, Int64(st.st_size)))
+            case S_IFDIR where depth < maximumDepth:
+                let child = openat(dirfd(dir), cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                walk(child, prefix: name, depth: depth + 1, removingTemporaries: removingTemporaries, into: &found)
+            default: continue
+            }
         }
     }
 
@@ -140,6 +279,15 @@ final class TransferFolder {
         else { return nil }
         return String(cString: real)
     }
+}
+
+/// What a read bounded by a limit found.
+package enum BoundedRead {
+    case bytes([UInt8])
+    /// No file has that name.
+    case missing
+    /// The file holds more than the limit (this many bytes, at least); nothing of it was kept.
+    case tooLarge(Int64)
 }
 
 private func errnoText() -> String { String(cString: strerror(errno)) }

@@ -4,9 +4,10 @@ import Foundation
 // time, and say what to do. The transfer runtime carries them out; tests drive them with plain
 // numbers.
 
-/// Where a plugin's transfer files may go: relative names under the plugin's own files folder
-/// (`<state-dir>/files/<plugin>/`). Absolute paths, `..`, and symbolic links that lead outside the
-/// folder are refused. This checks the name when the transfer is made; every later step checks
+/// Where a plugin's files may be: relative names under the plugin's own files folder
+/// (`<state-dir>/files/<plugin>/`), for transfers and for `PluginFiles` alike. Absolute paths,
+/// `..`, NUL, symbolic links that lead outside the folder, and the names of `PluginFiles`'
+/// temporaries are refused. This checks the name when the call is made; every later step checks
 /// again on the open folder (`TransferFolder`), so a link made in between leads nowhere.
 public struct TransferPath: Equatable, Sendable {
     /// The plugin's files folder.
@@ -19,16 +20,20 @@ public struct TransferPath: Equatable, Sendable {
     /// Checks `name` against the plugin's folder `root`. Links already on disk are followed: a
     /// name whose real location is outside `root` is refused.
     public static func resolve(_ name: String, in root: String) throws(TransferError) -> TransferPath {
-        guard !name.isEmpty else { throw TransferError("a transfer's file name must not be empty") }
+        guard !name.isEmpty else { throw TransferError("a file name must not be empty") }
         guard !name.hasPrefix("/") else {
             throw TransferError("'\(name)' is an absolute path; give a name relative to the plugin's files folder")
         }
-        guard !name.utf8.contains(0) else { throw TransferError("a transfer's file name must not contain NUL") }
+        guard !name.utf8.contains(0) else { throw TransferError("a file name must not contain NUL") }
         let parts = name.split(separator: "/", omittingEmptySubsequences: true)
         guard !parts.contains(where: { $0 == ".." }) else {
             throw TransferError("'\(name)' leaves the plugin's files folder ('..' is not allowed)")
         }
         guard !parts.isEmpty, parts.last != "." else { throw TransferError("'\(name)' does not name a file") }
+        // A write's temporary must never share a name with a file the plugin can name.
+        guard !parts.last!.hasPrefix(TransferFolder.temporaryPrefix) else {
+            throw TransferError("'\(name)': names that start with '\(TransferFolder.temporaryPrefix)' are the host's")
+        }
         let clean = parts.filter { $0 != "." }.joined(separator: "/")
         let path = (root as NSString).appendingPathComponent(clean)
         // The files folder is the host's own; a link in its place (to another plugin's, say) was
@@ -47,7 +52,7 @@ public struct TransferPath: Equatable, Sendable {
             guard attributes[.type] as? FileAttributeType == .typeSymbolicLink else { continue }
             // The file itself must not be a link: the final rename would replace or follow it.
             if i == components.count - 1 {
-                throw TransferError("'\(name)' is a link; a transfer's file must be a plain file")
+                throw TransferError("'\(name)' is a link; a plugin's file must be a plain file")
             }
             guard let real = realPath(probe), real == realRoot || real.hasPrefix(realRoot + "/") else {
                 throw TransferError("'\(name)' leads outside the plugin's files folder (through a link)")

@@ -238,6 +238,25 @@ struct TransferOverRealNetworkTests {
         }
     }
 
+    @Test func anUpload_sendsAFileThePluginWroteWithLifelineFiles_byteForByte() async throws {
+        try await withServer { server in
+            // Every byte value, NUL included, as Lua builds them.
+            let source = """
+                local bytes = {}
+                for i = 0, 255 do bytes[#bytes + 1] = string.char(i) end
+                lifeline.files.write('outbox/all.bin', string.rep(table.concat(bytes), 100))
+                lifeline.transfers.upload{url = '\(server.url("/upload/all"))', from = 'outbox/all.bin'}
+                """
+            try await withHost(source) { s in
+                #expect(s.drive { !s.marks.isEmpty })
+                #expect(s.marks == ["finish 1"])
+                let expected = (0..<100).flatMap { _ in (0...255).map { UInt8($0) } }
+                #expect(server.file("all") == expected)
+                #expect(s.file("outbox/all.bin") == expected)
+            }
+        }
+    }
+
     @Test func aNameThatLeadsOutThroughALink_isRefused() async throws {
         let outside = FileManager.default.temporaryDirectory.appendingPathComponent("outside-\(UUID())").path
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)

@@ -475,7 +475,8 @@ func api_backgroundTimeRemaining_isTheFullBudgetOnEntry(_ profile: Profile, _ ex
     #expect(
         try marksOf(source) == [
             "after=function,background=function,backgroundTimeRemaining=function,beginBackgroundTask=function,"
-                + "config=table,endBackgroundTask=function,http=table,json=table,log=table,now=function,on=function,"
-                + "profile=function,queue=table,sleep=function,state=function,store=table,tasks=table,transfers=table"
+                + "config=table,endBackgroundTask=function,files=table,http=table,json=table,log=table,now=function,"
+                + "on=function,profile=function,queue=table,sleep=function,state=function,store=table,tasks=table,"
+                + "transfers=table"
         ])
 }

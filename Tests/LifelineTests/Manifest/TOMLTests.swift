@@ -468,7 +468,7 @@ func manifest_memoryWithUnknownUnit_failsListingUnits(text: String) {
 
 @Test func manifest_unknownKeyInLimits_fails() {
     let message = manifestError("[limits]\ncpu = 1")
-    #expect(message == "file.toml:2: unknown key 'cpu' in [limits]; the keys there are memory, store")
+    #expect(message == "file.toml:2: unknown key 'cpu' in [limits]; the keys there are memory, store, files")
 }
 
 @Test(arguments: [

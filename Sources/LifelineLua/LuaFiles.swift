@@ -1,0 +1,146 @@
+import CLua
+import CLuaShims
+import Lifeline
+
+/// `lifeline.files`: the files a plugin owns, in its files folder, bridged to `PluginFiles`.
+/// A name the rules refuse, a write over the quota and a failing disk raise; a file that is not
+/// there is not an error: `read` gives `nil, message`, `size` nil and `remove` false, as
+/// `lifeline.store.get` gives nil for a missing key.
+enum LuaFiles {
+    static let functions: [(String, lifeline_bridged)] = [
+        ("files.write", write), ("files.read", read), ("files.remove", remove), ("files.list", list),
+        ("files.size", size),
+    ]
+
+    /// The plugin's files, or pushes why there are none and returns nil.
+    private static func files(_ L: OpaquePointer, _ fname: String) -> PluginFiles? {
+        guard let context = LuaModule.runningContext(L, fname) else { return nil }
+        do throws(FileError) {
+            return try context.files()
+        } catch {
+            lifeline_push_where_message(L, "\(fname): \(error.message)")
+            return nil
+        }
+    }
+
+    private static func raise(_ L: OpaquePointer, _ fname: String, _ error: FileError) -> Int32 {
+        lifeline_push_where_message(L, "\(fname): \(error.message)")
+        return LIFELINE_RAISE
+    }
+
+    /// The file name at argument 1, a string of UTF-8 text; otherwise pushes why and returns nil.
+    private static func nameArgument(_ L: OpaquePointer, _ fname: String) -> String? {
+        guard lua_type(L, 1) == LUA_TSTRING else {
+            lifeline_push_typeerror(L, 1, fname, "string")
+            return nil
+        }
+        guard let name = LuaModule.text(L, 1) else {
+            lifeline_push_argerror(L, 1, fname, "a file name must be UTF-8 text")
+            return nil
+        }
+        return name
+    }
+
+    /// The name and the plugin's files for a call that takes only a name.
+    private static func arguments(_ L: OpaquePointer, _ fname: String) -> (String, PluginFiles)? {
+        guard let name = nameArgument(L, fname), let files = files(L, fname) else { return nil }
+        return (name, files)
+    }
+
+    /// lifeline.files.write(name, data)
+    static let write: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.files.write"
+        guard let name = nameArgument(L, fname) else { return LIFELINE_RAISE }
+        guard lua_type(L, 2) == LUA_TSTRING else { return LuaModule.typeError(L, 2, fname, "string") }
+        guard let files = files(L, fname) else { return LIFELINE_RAISE }
+        var length = 0
+        // The string stays on the stack, so its bytes stay put while they are written.
+        let data = lua_tolstring(L, 2, &length)
+        do throws(FileError) {
+            try files.write(name, bytes: UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.files.read(name) -> data | nil, message
+    static let read: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.files.read"
+        guard let (name, files) = arguments(L, fname) else { return LIFELINE_RAISE }
+        let plugin = LuaPlugin.from(L)
+        // Pushed with the cap lifted, so it must fit before it is pushed; and the host reads no
+        // more than could fit, whatever the file's size. Room may be made by a collection
+        // (`fits`), so a file too large for the room left is tried once more at its own size.
+        var limit = max(0, plugin.memoryRoom - LuaStore.stringBytes)
+        do throws(FileError) {
+            for _ in 0..<2 {
+                switch try files.read(name, limit: limit) {
+                case .missing:
+                    lua_pushnil(L)
+                    LuaModule.push(L, "'\(name)' does not exist in the plugin's files folder")
+                    return 2
+                case .tooLarge(let size):
+                    guard plugin.fits(LuaStore.stringBytes + Int(clamping: size)) else { return LIFELINE_NOMEM }
+                    limit = Int(clamping: size)
+                case .bytes(let bytes):
+                    guard plugin.fits(LuaStore.stringBytes + bytes.count) else { return LIFELINE_NOMEM }
+                    _ = bytes.withUnsafeBytes { lua_pushlstring(L, $0.baseAddress, $0.count) }
+                    return 1
+                }
+            }
+            // The file grew between the two reads, past what fits.
+            return LIFELINE_NOMEM
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.files.remove(name) -> whether there was a file to remove
+    static let remove: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.files.remove"
+        guard let (name, files) = arguments(L, fname) else { return LIFELINE_RAISE }
+        do throws(FileError) {
+            lua_pushboolean(L, try files.remove(name) ? 1 : 0)
+            return 1
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.files.size(name) -> bytes | nil
+    static let size: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.files.size"
+        guard let (name, files) = arguments(L, fname) else { return LIFELINE_RAISE }
+        do throws(FileError) {
+            if let size = try files.size(name) { lua_pushinteger(L, lua_Integer(size)) } else { lua_pushnil(L) }
+            return 1
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+
+    /// lifeline.files.list() -> array of names, in byte order
+    static let list: lifeline_bridged = { L in
+        guard let L else { return 0 }
+        let fname = "lifeline.files.list"
+        guard let files = files(L, fname) else { return LIFELINE_RAISE }
+        do throws(FileError) {
+            let names = try files.list()
+            let size = names.reduce(LuaStore.tableBytes) { $0 + LuaStore.stringBytes + LuaStore.slotBytes + $1.utf8.count }
+            guard LuaPlugin.from(L).fits(size) else { return LIFELINE_NOMEM }
+            lua_createtable(L, Int32(clamping: names.count), 0)
+            for (i, name) in names.enumerated() {
+                LuaModule.push(L, name)
+                lua_rawseti(L, -2, lua_Integer(i + 1))
+            }
+            return 1
+        } catch {
+            return raise(L, fname, error)
+        }
+    }
+}
