@@ -45,9 +45,9 @@ struct ProfileOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "When the system runs scheduled tasks: earliest (at their earliestBegin), delay:DURATION (that long after it), or manual (only on run-tasks).",
+            "When the system runs scheduled tasks: earliest (at their earliestBegin, the default), delay:DURATION (that long after it), or manual (only on run-tasks); over a scenario's task-policy line.",
             valueName: "POLICY"))
-    var taskPolicy: String = "earliest"
+    var taskPolicy: String?
 
     @Option(help: "Log level: debug, info, warning or error.")
     var logLevel: String = "info"
@@ -59,11 +59,13 @@ struct ProfileOptions: ParsableArguments {
             throw ValidationError("--log-level must be debug, info, warning or error")
         }
         do { _ = try Profile.named(profile) } catch { throw ValidationError(error.message) }
-        do { _ = try TaskPolicy.parse(taskPolicy, at: "--task-policy") } catch { throw ValidationError(error.message) }
+        if let taskPolicy {
+            do { _ = try TaskPolicy.parse(taskPolicy, at: "--task-policy") } catch { throw ValidationError(error.message) }
+        }
     }
 
-    /// The scheduled tasks' policy; `validate()` has read it.
-    var policy: TaskPolicy { (try? TaskPolicy.parse(taskPolicy, at: "--task-policy")) ?? .earliest }
+    /// The scheduled tasks' policy, when the flag is given; `validate()` has read it.
+    var policy: TaskPolicy? { taskPolicy.flatMap { try? TaskPolicy.parse($0, at: "--task-policy") } }
 
     var level: Logger.Level { logLevel == "warning" ? .warning : Logger.Level(rawValue: logLevel) ?? .info }
 

@@ -23,8 +23,9 @@ public struct RunSetup: Sendable {
     /// code is then noted with its real duration, and a live run keeps its timeline for the
     /// picture, as it does for a report.
     public var isDrawn = false
-    /// How eager the system is to run scheduled tasks (`--task-policy`).
-    public var taskPolicy: TaskPolicy = .earliest
+    /// How eager the system is to run scheduled tasks (`--task-policy`); nil: the scenario's
+    /// `task-policy` line, else `earliest`.
+    public var taskPolicy: TaskPolicy?
 
     public init(plugins: [PluginDescriptor], profile: Profile = .ios13) {
         self.plugins = plugins
@@ -41,7 +42,7 @@ public struct RunSetup: Sendable {
             profile: profile, watchdogScale: watchdogScale, loadFailurePolicy: loadFailurePolicy,
             onUnpreemptibleOverrun: onUnpreemptibleOverrun)
         configuration.recordsHandlerCalls = isDrawn
-        configuration.taskPolicy = taskPolicy
+        configuration.taskPolicy = taskPolicy ?? .earliest
         if let stateDirectory { configuration.database = try StateDatabase.open(stateDirectory: stateDirectory) }
         return configuration
     }

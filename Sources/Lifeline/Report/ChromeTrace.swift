@@ -178,6 +178,7 @@ public enum ChromeTrace {
                     ("tasks", mine.filter { $0.kind == .task }),
                     ("http", mine.filter { $0.kind == .http }),
                     ("transfers", mine.filter { $0.kind == .transfer }),
+                    ("system tasks", mine.filter { $0.kind == .system }),
                 ]
                 + orderedQueues(mine).map { q in ("queue \(q)", mine.filter { $0.kind == .op && $0.lane == q }) }
             for (name, spans) in groups where !spans.isEmpty {

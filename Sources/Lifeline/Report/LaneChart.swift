@@ -154,7 +154,8 @@ public enum LaneChart {
         }
 
         func taskRows(limit: Int) -> [String] {
-            let tasks = lanes.spans.filter { $0.kind == .task }
+            // Background tasks, and the tasks the system ran for plugins.
+            let tasks = lanes.spans.filter { $0.kind == .task || $0.kind == .system }
             var rows: [String] = []
             for task in tasks.prefix(limit) {
                 var cells = [Cell](repeating: Cell(), count: columns)

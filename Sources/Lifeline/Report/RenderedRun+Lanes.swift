@@ -45,6 +45,8 @@ struct RunLanes {
 
     enum SpanKind: String {
         case task, http, op, transfer
+        /// A task the system ran for a plugin (BGTaskScheduler).
+        case system
     }
 
     /// Something with a beginning and an end: a background task, an HTTP exchange, a queue
@@ -183,7 +185,7 @@ struct RunLanes {
         // Tasks and queue operations belong to the app: when it ends they are gone, with no
         // taskEnded of their own (transfers are the host's and go on).
         func closeWithTheApp(at t: Double) {
-            for (key, i) in open where spans[i].kind == .task || spans[i].kind == .op {
+            for (key, i) in open where spans[i].kind == .task || spans[i].kind == .op || spans[i].kind == .system {
                 spans[i].to = max(t, spans[i].from)
                 spans[i].ended = true
                 spans[i].outcome = "app ended"
@@ -213,9 +215,40 @@ struct RunLanes {
             case "relaunch":
                 markers.append(e)
                 relaunching = true
-            case "memoryWarning", "didReceiveMemoryWarning", "pluginError", "watchdog", "endUnknownTask",
-                "didFinishTransferEvents":
+            case "resumed":
+                // The system woke the app in the background: a budget of its own starts.
                 markers.append(e)
+                enter(.background, at: e.t, e, into: &self, restart: true)
+            case "memoryWarning", "didReceiveMemoryWarning", "pluginError", "watchdog", "endUnknownTask",
+                "didFinishTransferEvents", "performFetch", "didReceiveRemoteNotification", "fetchCompleted",
+                "pushCompleted", "runTasks", "charging", "network", "systemTaskSubmitted", "systemTaskCancelled",
+                "systemTaskDropped", "transferEventsCompleted", "transferEventsTimedOut":
+                markers.append(e)
+            case "systemTaskStarted":
+                let key = "system\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
+                open[key] = spans.count
+                let label = "\(e.text("identifier") ?? "task") (\(e.text("kind") ?? "?"))"
+                spans.append(
+                    Span(
+                        kind: .system, plugin: plugin, lane: "", label: label, from: e.t, to: e.t, ended: false,
+                        outcome: "open", failed: false, events: [e]))
+            case "systemTaskExpiring", "systemTaskCompleted":
+                let key = "system\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
+                guard let i = open[key] else {
+                    others.append(e)
+                    continue
+                }
+                spans[i].events.append(e)
+                if e.name == "systemTaskExpiring" {
+                    spans[i].marks.append(e)
+                } else {
+                    let success = e["success"] == .bool(true)
+                    spans[i].to = max(e.t, spans[i].from)
+                    spans[i].ended = true
+                    spans[i].outcome = success ? "completed" : "unsuccessful"
+                    spans[i].failed = !success
+                    open[key] = nil
+                }
             case "log": logs.append(e)
             case "taskBegan":
                 let key = "task\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"

@@ -46,6 +46,8 @@ extension ReportPage {
         .op-open { fill: #d3c8f3; stroke: #7b61c9; stroke-dasharray: 3 2; }
         .xfer { fill: #b8d8c4; } .xfer-fail { fill: #f3b9b5; } .xfer-queued { fill: #e6eaef; }
         .xfer-open { fill: #dcefe2; stroke: #5aa27a; stroke-dasharray: 3 2; }
+        .sys { fill: #c9c2e8; } .sys-fail { fill: #f3b9b5; }
+        .sys-open { fill: #e4e0f5; stroke: #7a6cc0; stroke-dasharray: 3 2; }
         .prog { fill: #7cc49a; pointer-events: none; }
         .call { fill: #3b4a5e; } .call-slow { fill: #e07b39; }
         .m-bad { fill: #d11f1a; } .m-warn { fill: #e69a17; } .m-info { fill: #6b7280; } .m-expire { fill: #f08a24; }
@@ -80,7 +82,7 @@ extension ReportPage {
           var data = JSON.parse(document.getElementById("lifeline-data").textContent);
           var AXIS = 26, ROW = 14, STATE = 24, HEAD = 20, GAP = 6, LABELW = 210, PAD = 12, CHARW = 6.2;
           var DARK = { "st-inactive": 1, "st-notRunning": 1, "budget": 1, "budget-late": 1, "xfer": 1, "xfer-fail": 1,
-            "xfer-open": 1, "xfer-queued": 1, "task-open": 1, "budget-unused": 1, "http-open": 1, "op-open": 1 };
+            "xfer-open": 1, "xfer-queued": 1, "sys": 1, "sys-fail": 1, "sys-open": 1, "task-open": 1, "budget-unused": 1, "http-open": 1, "op-open": 1 };
           var tip = document.getElementById("tip");
           var lanesDrawn = 0;
 

@@ -159,7 +159,7 @@ public enum ReportPage {
             ("st-active", "active"), ("st-inactive", "inactive"), ("st-background", "background"),
             ("st-suspended", "suspended"), ("st-notRunning", "not running"), ("budget", "background budget"),
             ("budget-late", "after expiration"), ("task", "task"), ("task-expired", "expired task"),
-            ("http", "HTTP"), ("op", "queue op"), ("xfer", "transfer"), ("call", "handler call"),
+            ("http", "HTTP"), ("op", "queue op"), ("xfer", "transfer"), ("sys", "system task"), ("call", "handler call"),
             ("m-log-info", "log line"), ("m-bad", "termination / error"),
         ]
         let swatches = items.map { cls, label in
@@ -220,6 +220,7 @@ enum PageData {
                 for s in mine where s.kind == .op && !queues.contains(s.lane) { queues.append(s.lane) }
                 for q in queues { spanLane("queue \(q)", plugin, mine.filter { $0.kind == .op && $0.lane == q }) }
                 spanLane("transfers", plugin, mine.filter { $0.kind == .transfer })
+                spanLane("system tasks", plugin, mine.filter { $0.kind == .system })
                 logLane(plugin)
             }
             if !lanes.others.isEmpty {
@@ -368,6 +369,7 @@ enum PageData {
                 case .http: base = "http"
                 case .op: base = "op"
                 case .transfer: base = "xfer"
+                case .system: base = "sys"
                 }
                 let cls: String
                 if span.outcome == "dropped" {

@@ -23,6 +23,9 @@ public struct Scenario: Equatable, Sendable {
     public var uses: [String]
     /// The line of each name's first `uses` line, for messages about it.
     public var useLines: [String: Int] = [:]
+    /// How eager the system is to run scheduled tasks (`task-policy POLICY` line), unless
+    /// `--task-policy` says otherwise.
+    public var taskPolicy: TaskPolicy?
 
     public init(
         entries: [Entry], fileName: String, network: [NetworkRule] = [], expectations: [Expectation] = [],
@@ -51,6 +54,7 @@ public struct Scenario: Equatable, Sendable {
         var expectations: [Expectation] = []
         var uses: [String] = []
         var useLines: [String: Int] = [:]
+        var taskPolicy: TaskPolicy?
         var lifecycle = Lifecycle()
         var lastStepTime = HostTime.zero
         var lineNumber = 0
@@ -66,6 +70,18 @@ public struct Scenario: Equatable, Sendable {
             if words[0] == "expect" {
                 // The raw line: a quoted string in an expectation may hold a `#`.
                 expectations.append(try Expectation.parse(rawLine: Substring(rawLine), line: lineNumber, at: at))
+                continue
+            }
+            if words[0] == "task-policy" {
+                guard words.count == 2 else {
+                    throw .badInput("\(at): 'task-policy' takes one policy: earliest, manual or delay:DURATION")
+                }
+                guard taskPolicy == nil else { throw .badInput("\(at): a second 'task-policy' line") }
+                do {
+                    taskPolicy = try TaskPolicy.parse(String(words[1]), at: at)
+                } catch {
+                    throw .badInput(error.message)
+                }
                 continue
             }
             if words[0] == "uses" {
@@ -117,6 +133,7 @@ public struct Scenario: Equatable, Sendable {
         var scenario = Scenario(
             entries: entries, fileName: fileName, network: network, expectations: expectations, uses: uses)
         scenario.useLines = useLines
+        scenario.taskPolicy = taskPolicy
         return scenario
     }
 

@@ -15,6 +15,9 @@ public enum Simulation {
         scenario: Scenario, setup: RunSetup, until: HostTime? = nil,
         onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)? = nil
     ) throws(LifelineError) -> Recorder {
+        var setup = setup
+        // The flag wins over the scenario's own line, as a flag wins over a file.
+        setup.taskPolicy = setup.taskPolicy ?? scenario.taskPolicy
         let configuration = try setup.hostConfiguration(
             loadFailurePolicy: .abort, onUnpreemptibleOverrun: onUnpreemptibleOverrun)
         return try run(scenario: scenario, plugins: setup.plugins, configuration: configuration, until: until)
