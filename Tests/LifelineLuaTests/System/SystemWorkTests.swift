@@ -434,3 +434,48 @@ private func simulationErrorOf(_ source: String, profile: Profile = .ios13) thro
     #expect(recorder.termination == nil)
     #expect(lines(recorder).filter { $0.contains("fetchCompleted") }.count == 2)
 }
+
+// MARK: - The completion of transfer events
+
+/// Plugin "p" downloads a small file at launch and handles its events; `complete` says whether
+/// it calls the completion of `didFinishTransferEvents`.
+private func transferEventsRun(complete: Bool) throws -> Recorder {
+    let source = """
+        lifeline.on("didFinishLaunching", function()
+          lifeline.transfers.download{url = "http://example.org/a.bin", to = "a.bin"}
+        end)
+        lifeline.on("transferDidFinish", function() end)
+        lifeline.on("didFinishTransferEvents", function(event)
+          \(complete ? "event.complete()" : "-- the completion is never called")
+        end)
+        """
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sys-transfers-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    return try withPluginFolder([
+        "p/init.lua": source, "p/plugin.toml": "[permissions]\nnetwork = [\"example.org:*\"]\n",
+    ]) { pluginDir in
+        var configuration = HostConfiguration()
+        configuration.database = try StateDatabase.open(stateDirectory: dir)
+        return try Simulation.run(
+            scenario: try Scenario.parse(
+                "0s http GET example.org/a.bin -> 200 size=1KB rate=1MB/s\n0s launch\n1s background",
+                fileName: "t.scenario"),
+            plugins: try LuaPluginLoader.descriptors(in: pluginDir), configuration: configuration)
+    }
+}
+
+@Test func transferEvents_completed_letTheAppSuspendAtOnce() throws {
+    let recorder = try transferEventsRun(complete: true)
+    let got = lines(recorder)
+    #expect(got.contains { $0.hasSuffix("transferEventsCompleted plugin=p") })
+    #expect(got.last == "1 suspended")
+}
+
+@Test func transferEvents_neverCompleted_keepTheAppAwakeUntilTheLimit_thenItIsSuspended() throws {
+    let recorder = try transferEventsRun(complete: false)
+    // The profile's 30 s count from the delivery of the batch.
+    let delivered = try #require(recorder.timeline.first { $0.event == "didFinishTransferEvents" }).time
+    let end = ReportNumber.seconds(delivered.adding(seconds: 30))
+    #expect(lines(recorder).suffix(2) == ["\(end) transferEventsTimedOut plugin=p", "\(end) suspended"])
+    #expect(recorder.termination == nil)
+}
