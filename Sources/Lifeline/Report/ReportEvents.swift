@@ -15,6 +15,7 @@ public enum ReportEvents {
         table["relaunch"] = ["reason"]
         table["resumed"] = ["reason"]
         table["performFetch"] = ["dropped"]
+        table["didReceiveRemoteNotification"] = ["dropped"]
         table["runTasks"] = ["filter", "picked"]
         table["charging"] = ["on"]
         table["network"] = ["on"]
@@ -78,6 +79,7 @@ public enum ReportEvents {
             "relaunch": ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
             "resumed": ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
             "performFetch": ["dropped": booleans],
+            "didReceiveRemoteNotification": ["dropped": booleans],
             "charging": ["on": booleans],
             "network": ["on": booleans],
             "fetchCompleted": ["result": FetchResult.allCases.map(\.rawValue)],

@@ -120,7 +120,8 @@ final class SystemWork {
         if name == .performFetch, session.appRunning, session.visibleState == .active || session.visibleState == .inactive {
             return session.record(name.rawValue, ("dropped", .bool(true)))
         }
-        if name == .performFetch, userQuit { return session.record(name.rawValue, ("dropped", .bool(true))) }
+        // As on iOS, a force-quit app is launched for neither until the user launches it again.
+        if userQuit, !session.appRunning { return session.record(name.rawValue, ("dropped", .bool(true))) }
         wake(name == .performFetch ? "fetch" : "push")
         guard session.isRunning else { return }
         session.record(name.rawValue)

@@ -479,3 +479,12 @@ private func transferEventsRun(complete: Bool) throws -> Recorder {
     #expect(lines(recorder).suffix(2) == ["\(end) transferEventsTimedOut plugin=p", "\(end) suspended"])
     #expect(recorder.termination == nil)
 }
+
+@Test func afterAForceQuit_neitherAFetchNorAPushLaunchesTheApp() throws {
+    let source = "lifeline.on('performFetch', function(e) e.complete('noData') end)"
+    let recorder = try run(source, "0s launch\n5s force-quit\n10s fetch\n20s push\n30s launch\n40s background\n50s fetch")
+    let got = lines(recorder)
+    #expect(got.contains("10 performFetch dropped=true"))
+    #expect(got.contains("20 didReceiveRemoteNotification dropped=true"))
+    #expect(got.contains("50 fetchCompleted plugin=p result=noData"))
+}
