@@ -32,6 +32,8 @@ final class SystemWork {
         var plugin: String
         var request: SystemTaskRequest
         var earliest: HostTime
+        /// When it was submitted: it runs one clock tick later at the soonest.
+        var submitted: HostTime
         /// A `run-tasks` step picked it: it runs once its conditions hold, whatever the policy.
         var forced = false
     }
@@ -300,7 +302,9 @@ final class SystemWork {
                         + "\(SystemTaskRequest.pendingLimit(request.kind)) pending at once")
             }
         }
-        let entry = Request(plugin: plugin, request: request, earliest: session.now.adding(seconds: request.earliestBegin))
+        let entry = Request(
+            plugin: plugin, request: request, earliest: session.now.adding(seconds: request.earliestBegin),
+            submitted: session.now)
         if let existing { requests[existing] = entry } else { requests.append(entry) }
         session.record(
             "systemTaskSubmitted", ("plugin", .string(plugin)), ("identifier", .string(request.identifier)),
@@ -339,12 +343,15 @@ final class SystemWork {
     }
 
     /// When a request may run at the soonest under the policy, or nil when only `run-tasks` can
-    /// start it.
+    /// start it. Never at the instant it was submitted: a handler that submits its own identifier
+    /// again with no delay still moves virtual time on, as a zero-delay timer does, so `--until`
+    /// ends the loop.
     private func due(_ r: Request) -> HostTime? {
-        if r.forced { return session.now }
+        let soonest = r.submitted.adding(seconds: TimerTable.resolution)
+        if r.forced { return max(session.now, soonest) }
         switch policy {
-        case .earliest: return r.earliest
-        case .delayed(let seconds): return r.earliest.adding(seconds: seconds)
+        case .earliest: return max(r.earliest, soonest)
+        case .delayed(let seconds): return max(r.earliest.adding(seconds: seconds), soonest)
         case .manual: return nil
         }
     }

@@ -488,3 +488,18 @@ private func transferEventsRun(complete: Bool) throws -> Recorder {
     #expect(got.contains("20 didReceiveRemoteNotification dropped=true"))
     #expect(got.contains("50 fetchCompleted plugin=p result=noData"))
 }
+
+@Test func aTaskThatSubmitsItselfAgainWithNoDelay_stillMovesTimeOn_andUntilEndsIt() throws {
+    let source = """
+        lifeline.tasks.register("com.example.refresh", function(task)
+          task:setTaskCompleted(true)
+          lifeline.tasks.submit{identifier = "com.example.refresh", kind = "refresh"}
+        end)
+        lifeline.tasks.submit{identifier = "com.example.refresh", kind = "refresh"}
+        """
+    let recorder = try run(source, "0s launch\n1s background", until: .seconds(1.05))
+    let started = recorder.timeline.filter { $0.event == "systemTaskStarted" }
+    // One run per clock tick (1 ms) from 1 s to the end: about fifty, not an endless loop at 1 s.
+    #expect(started.count >= 40 && started.count <= 51)
+    #expect(Set(started.map(\.time)).count == started.count)
+}
