@@ -62,7 +62,8 @@ public final class LifelineHost {
             transfers: TransferEvents(session: session, subscriptions: subscriptions, caller: caller),
             slices: SwiftSlices(session: session, caller: caller),
             system: SystemWork(
-                session: session, subscriptions: subscriptions, caller: caller, policy: configuration.taskPolicy),
+                session: session, subscriptions: subscriptions, caller: caller, policy: configuration.taskPolicy,
+                database: configuration.database, epochAtStart: epochAtStart),
             epochAtStart: epochAtStart, pluginLogger: configuration.pluginLogger, logLevel: logger.logLevel)
         caller.terminate = { [unowned self] in terminate($0) }
         caller.endApp = { [unowned self] in endApp() }

@@ -133,6 +133,23 @@ public final class StateDatabase: Sendable {
                     ALTER TABLE transfers DROP COLUMN last_modified;
                     """)
         }
+        m.registerMigration("system-tasks") { db in
+            // Scheduled task requests, pending until they run: the system's, so a host started
+            // again finds them. `earliest` is seconds since 1970; `seq` keeps submission order.
+            try db.execute(
+                sql: """
+                    CREATE TABLE system_tasks (
+                        plugin TEXT NOT NULL,
+                        identifier TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        earliest REAL NOT NULL,
+                        requires_network INTEGER NOT NULL,
+                        requires_power INTEGER NOT NULL,
+                        seq INTEGER NOT NULL,
+                        PRIMARY KEY (plugin, identifier)
+                    ) WITHOUT ROWID
+                    """)
+        }
         return m
     }
 

@@ -64,11 +64,57 @@ final class SystemWork {
     /// Unique for the host's life, so a stale completion never completes a newer one.
     private var nextCompletion = 1
 
-    init(session: AppSession, subscriptions: SubscriptionTable, caller: GuardedCaller, policy: TaskPolicy) {
+    /// Where pending requests are kept for a host started again; nil without a state dir.
+    private var ledger: SystemTaskLedger?
+    /// Seconds since 1970 at the host's start: the ledger keeps wall-clock times.
+    private let epochAtStart: Double
+
+    init(
+        session: AppSession, subscriptions: SubscriptionTable, caller: GuardedCaller, policy: TaskPolicy,
+        database: StateDatabase?, epochAtStart: Double
+    ) {
         self.session = session
         self.subscriptions = subscriptions
         self.caller = caller
         self.policy = policy
+        self.epochAtStart = epochAtStart
+        guard let database else { return }
+        let ledger = SystemTaskLedger(database: database)
+        self.ledger = ledger
+        // A temporary database that was never opened holds nothing.
+        guard database.mayHoldData else { return }
+        do {
+            for saved in try ledger.all() {
+                let earliest = HostTime.seconds(max(0, saved.earliest - epochAtStart))
+                requests.append(Request(plugin: saved.plugin, request: saved.request, earliest: earliest, submitted: .zero))
+            }
+        } catch {
+            session.logger.error("cannot read the pending task requests: \(error.message)")
+        }
+        guard !requests.isEmpty else { return }
+        // One tick after the start, so a launch the run begins with comes first.
+        session.executor.schedule(at: session.now.adding(seconds: TimerTable.resolution)) { [unowned self] in
+            queueEvaluation()
+        }
+    }
+
+    /// Keeps the ledger in step with `requests`; a failure is logged, and the request still
+    /// runs in this host.
+    private func persist(_ r: Request) {
+        do {
+            try ledger?.save(
+                SystemTaskLedger.Saved(plugin: r.plugin, request: r.request, earliest: epochAtStart + r.earliest.seconds))
+        } catch {
+            session.logger.error("cannot save the task request '\(r.request.identifier)': \(error.message)")
+        }
+    }
+
+    private func forget(_ r: Request) {
+        do {
+            try ledger?.remove(plugin: r.plugin, identifier: r.request.identifier)
+        } catch {
+            session.logger.error("cannot remove the task request '\(r.request.identifier)': \(error.message)")
+        }
     }
 
     /// Whether a completion is still to be called: the app is not suspended meanwhile.
@@ -306,6 +352,7 @@ final class SystemWork {
             plugin: plugin, request: request, earliest: session.now.adding(seconds: request.earliestBegin),
             submitted: session.now)
         if let existing { requests[existing] = entry } else { requests.append(entry) }
+        persist(entry)
         session.record(
             "systemTaskSubmitted", ("plugin", .string(plugin)), ("identifier", .string(request.identifier)),
             ("kind", .string(request.kind.rawValue)), ("earliestBegin", .number(ReportNumber.seconds(entry.earliest))),
@@ -319,7 +366,7 @@ final class SystemWork {
         try checkAvailable("cancel")
         guard let i = requests.firstIndex(where: { $0.plugin == context.pluginName && $0.request.identifier == identifier })
         else { return false }
-        requests.remove(at: i)
+        forget(requests.remove(at: i))
         session.record("systemTaskCancelled", ("plugin", .string(context.pluginName)), ("identifier", .string(identifier)))
         return true
     }
@@ -395,6 +442,8 @@ final class SystemWork {
         }
         for r in ready {
             guard !session.isStopped else { return }
+            // Once run, a request is gone: a plugin that wants another submits again.
+            forget(r)
             start(r)
         }
     }

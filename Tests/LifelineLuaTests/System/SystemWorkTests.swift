@@ -503,3 +503,50 @@ private func transferEventsRun(complete: Bool) throws -> Recorder {
     #expect(started.count >= 40 && started.count <= 51)
     #expect(Set(started.map(\.time)).count == started.count)
 }
+
+// MARK: - Requests outlive the host
+
+@Test func pendingRequests_areKeptInTheStateDir_andAHostStartedAgainRunsThem() throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sys-ledger-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    func host(_ source: String, _ scenario: String) throws -> Recorder {
+        try withPluginFolder(["p/init.lua": source, "p/plugin.toml": permitted]) { pluginDir in
+            var configuration = HostConfiguration()
+            configuration.database = try StateDatabase.open(stateDirectory: dir)
+            return try Simulation.run(
+                scenario: try Scenario.parse(scenario, fileName: "t.scenario"),
+                plugins: try LuaPluginLoader.descriptors(in: pluginDir), configuration: configuration,
+                until: .seconds(5))
+        }
+    }
+    // The first host submits two requests, cancels one, and ends long before they are due.
+    _ = try host(
+        """
+        lifeline.tasks.submit{identifier = "com.example.clean", kind = "processing", earliestBegin = 600, requiresPower = true}
+        lifeline.tasks.submit{identifier = "com.example.refresh", kind = "refresh", earliestBegin = 60}
+        lifeline.tasks.submit{identifier = "com.example.refresh2", kind = "processing", earliestBegin = 60}
+        lifeline.tasks.cancel("com.example.refresh2")
+        """, "0s launch")
+    // The second one submits nothing: it finds them, in order, and runs the one that is due.
+    let second = try withPluginFolder([
+        "p/init.lua": """
+            for _, r in ipairs(lifeline.tasks.pending()) do
+              print(r.identifier, r.kind, r.earliestBegin, r.requiresPower)
+            end
+            lifeline.tasks.register("com.example.refresh", function(task) task:setTaskCompleted(true) end)
+            """,
+        "p/plugin.toml": permitted,
+    ]) { pluginDir in
+        var configuration = HostConfiguration()
+        configuration.database = try StateDatabase.open(stateDirectory: dir)
+        return try Simulation.run(
+            scenario: try Scenario.parse("0s launch\n1s background", fileName: "t.scenario"),
+            plugins: try LuaPluginLoader.descriptors(in: pluginDir), configuration: configuration,
+            until: .seconds(100))
+    }
+    #expect(logged(second) == ["com.example.clean\tprocessing\t600.0\ttrue", "com.example.refresh\trefresh\t60.0\tfalse"])
+    #expect(lines(second).contains("60 systemTaskCompleted plugin=p identifier=com.example.refresh kind=refresh task=1 success=true"))
+    // What ran is gone from the state dir; what waits for power is still there.
+    let ledger = SystemTaskLedger(database: try StateDatabase.open(stateDirectory: dir))
+    #expect(try ledger.all().map(\.request.identifier) == ["com.example.clean"])
+}

@@ -1,0 +1,61 @@
+import GRDB
+
+/// The pending task requests in the state dir's database. The requests are the system's, not the
+/// app's: a host started again with the same state dir finds them, as a relaunched iOS app finds
+/// the requests it submitted before.
+///
+/// Threading: main executor only.
+final class SystemTaskLedger {
+    private let database: StateDatabase
+
+    init(database: StateDatabase) { self.database = database }
+
+    /// A request as kept: `earliest` in seconds since 1970.
+    struct Saved: Equatable {
+        var plugin: String
+        var request: SystemTaskRequest
+        var earliest: Double
+    }
+
+    /// Saves a request; one under the same plugin and identifier is replaced and keeps its place.
+    func save(_ saved: Saved) throws(StoreError) {
+        try database.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO system_tasks (plugin, identifier, kind, earliest, requires_network, requires_power, seq)
+                    VALUES (?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM system_tasks))
+                    ON CONFLICT (plugin, identifier) DO UPDATE SET kind = excluded.kind,
+                        earliest = excluded.earliest, requires_network = excluded.requires_network,
+                        requires_power = excluded.requires_power
+                    """,
+                arguments: [
+                    saved.plugin, saved.request.identifier, saved.request.kind.rawValue, saved.earliest,
+                    saved.request.requiresNetwork, saved.request.requiresPower,
+                ])
+        }
+    }
+
+    /// Forgets a request: it ran, or was cancelled.
+    func remove(plugin: String, identifier: String) throws(StoreError) {
+        try database.write { db in
+            try db.execute(
+                sql: "DELETE FROM system_tasks WHERE plugin = ? AND identifier = ?", arguments: [plugin, identifier])
+        }
+    }
+
+    /// Every pending request, in the order they were submitted. A row a newer Lifeline wrote with
+    /// a kind this one does not know is left out.
+    func all() throws(StoreError) -> [Saved] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM system_tasks ORDER BY seq").compactMap { row in
+                guard let kind = SystemTaskKind(rawValue: row["kind"]) else { return nil }
+                return Saved(
+                    plugin: row["plugin"],
+                    request: SystemTaskRequest(
+                        identifier: row["identifier"], kind: kind, earliestBegin: 0,
+                        requiresNetwork: row["requires_network"], requiresPower: row["requires_power"]),
+                    earliest: row["earliest"])
+            }
+        }
+    }
+}
