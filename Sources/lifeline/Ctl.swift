@@ -10,7 +10,7 @@ struct Ctl: ParsableCommand {
               lifeline run --plugins plugins --state-dir /tmp/lifeline &
               lifeline ctl --state-dir /tmp/lifeline background
               lifeline ctl --state-dir /tmp/lifeline fetch
-              lifeline ctl --state-dir /tmp/lifeline push '{"aps":{"content-available":1},"feed":"news"}'
+              lifeline ctl --state-dir /tmp/lifeline push '{"feed":"news"}'
               lifeline ctl --state-dir /tmp/lifeline run-tasks refresh
               lifeline ctl --state-dir /tmp/lifeline charging on
               lifeline ctl --state-dir /tmp/lifeline terminate
