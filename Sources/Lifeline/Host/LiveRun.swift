@@ -161,6 +161,10 @@ public final class LiveRun: @unchecked Sendable {
     private func answer(_ line: String) -> String {
         let action = line.trimmingCharacters(in: .whitespaces)
         guard !action.isEmpty else { return "error: no action given; the actions are: \(Step.actionList)" }
+        // The step is echoed on the operator's terminal: no escape sequence may ride along.
+        if action.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F..<0xA0).contains($0.value) }) {
+            return "error: the action holds a control character"
+        }
         let step: Step
         do {
             guard let parsed = try Step.parse(Substring(action)) else {

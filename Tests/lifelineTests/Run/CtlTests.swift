@@ -163,7 +163,8 @@ import Glibc
         let run = try Driven()
 
         #expect(try RawControl.exchange(run.socket, Data([0xFF, 0xFE, 0x00, 0x41, 0x0A])) == "error: the action is not UTF-8 text\n")
-        #expect(try RawControl.exchange(run.socket, Data("\u{1B}[31m\u{07}\n".utf8)).hasPrefix("error: unknown action"))
+        #expect(try RawControl.exchange(run.socket, Data("run-tasks \u{1B}[31m\u{07}\n".utf8)) == "error: the action holds a control character\n")
+        #expect(try RawControl.exchange(run.socket, Data("fly me to the moon\n".utf8)).hasPrefix("error: unknown action 'fly me to the moon'"))
         #expect(try RawControl.exchange(run.socket, Data("\n".utf8)).hasPrefix("error: no action given"))
         #expect(try RawControl.exchange(run.socket, Data(repeating: 0x61, count: 10_000)) == "error: the action is longer than 4096 bytes\n")
         // A line without its newline, then the end of the connection: the line is taken.
