@@ -51,10 +51,20 @@ public enum ControlSocket {
         return result == 0 ? nil : errno
     }
 
-    static func newSocket() throws(LifelineError) -> Int32 {
+    /// A new socket. `connectTimeout` bounds a connect (a Unix socket's connect waits on the send
+    /// timeout): a run that is stopped, its backlog full, must not hang the one connecting.
+    static func newSocket(connectTimeout: Double? = nil) throws(LifelineError) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .internalError("cannot make a Unix socket: \(errorText(errno))") }
+        if let connectTimeout {
+            var limit = timeval(tv_sec: Int(connectTimeout), tv_usec: Int((connectTimeout - connectTimeout.rounded(.down)) * 1e6))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
         return fd
+    }
+
+    static func busy(_ path: String) -> LifelineError {
+        .badInput("another lifeline run is listening on \(path): a state dir serves one run at a time")
     }
 
     static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
@@ -119,7 +129,7 @@ public enum ControlSocket {
     /// when the run gave no answer within `timeout` seconds or the socket failed.
     public static func send(_ action: String, stateDirectory: String, timeout: Double) throws(LifelineError) -> String {
         let path = path(stateDirectory: stateDirectory)
-        let fd = try newSocket()
+        let fd = try newSocket(connectTimeout: timeout)
         defer { close(fd) }
         if let failure = try connect(fd, to: path) {
             switch failure {
@@ -127,6 +137,8 @@ public enum ControlSocket {
                 throw .badInput(
                     "no lifeline run is listening in \(stateDirectory) "
                         + "(start one with lifeline run --state-dir \(stateDirectory))")
+            case EAGAIN, EWOULDBLOCK:
+                throw .internalError("the run in \(stateDirectory) did not take the connection within \(seconds(timeout))")
             default:
                 throw .badInput("cannot connect to \(path): \(errorText(failure))")
             }
@@ -210,11 +222,12 @@ final class ControlListener: @unchecked Sendable {
         guard info.st_mode & S_IFMT == S_IFSOCK else {
             throw .badInput("'\(path)' is in the way of the control socket: it is not a socket; remove it, or choose another --state-dir")
         }
-        let probe = try ControlSocket.newSocket()
+        let probe = try ControlSocket.newSocket(connectTimeout: readTimeout)
         defer { Glibc.close(probe) }
         switch try ControlSocket.connect(probe, to: path) {
-        case nil:
-            throw .badInput("another lifeline run is listening on \(path): a state dir serves one run at a time")
+        case nil, .some(EAGAIN), .some(EWOULDBLOCK):
+            // Connected, or a run whose backlog is full: either way a run owns it.
+            throw ControlSocket.busy(path)
         case .some(ECONNREFUSED):
             unlink(path)  // its run died without removing it
         case let code?:
@@ -247,9 +260,7 @@ final class ControlListener: @unchecked Sendable {
             throw .internalError("cannot make \(staging) private: \(ControlSocket.errorText(errno))")
         }
         guard link(staging, path) == 0 else {
-            if errno == EEXIST {
-                throw .badInput("another lifeline run is listening on \(path): a state dir serves one run at a time")
-            }
+            if errno == EEXIST { throw ControlSocket.busy(path) }
             throw .internalError("cannot put the control socket at \(path): \(ControlSocket.errorText(errno))")
         }
         var info = stat()
