@@ -5,12 +5,13 @@ import LifelineHTTP
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the plugins live, on the real clock, driven by signals.",
+        abstract: "Run the plugins live, on the real clock, driven by signals and `lifeline ctl`.",
         discussion: """
             Example:
               lifeline run --plugins plugins --state-dir /tmp/lifeline &
               kill -USR1 $!   # background
               kill -USR2 $!   # foreground
+              lifeline ctl --state-dir /tmp/lifeline fetch
               kill -TERM $!   # terminate
 
             Signals:
@@ -20,6 +21,10 @@ struct Run: ParsableCommand {
               a second SIGINT   kill
               SIGQUIT           force-quit: cancels every background transfer
                                 (reason userForceQuit), then kills the app
+
+            `lifeline ctl --state-dir DIR ACTION` sends any scenario action (fetch,
+            push JSON, run-tasks, charging on|off, network on|off, memory-warning,
+            ...) through <state-dir>/control.sock; see `lifeline ctl --help`.
 
             Background transfers live in the state dir and go on across restarts:
             a host started again on the same dir resumes the unfinished ones.
@@ -37,11 +42,17 @@ struct Run: ParsableCommand {
     @Option(help: "Also write the whole JSON report here when the app ends.")
     var report: String?
 
+    @Option(help: "How long a `lifeline ctl` step may wait for the app to carry it out, in seconds.")
+    var ctlTimeout: Double = 30
+
     @OptionGroup var profileOptions: ProfileOptions
 
     @OptionGroup var pictures: PictureOptions
 
-    func validate() throws { checkWritable(report, "--report") }
+    func validate() throws {
+        guard ctlTimeout > 0, ctlTimeout.isFinite else { throw ValidationError("--ctl-timeout takes a number of seconds above 0") }
+        checkWritable(report, "--report")
+    }
 
     func run() throws {
         bootstrapLogging(level: profileOptions.level)
@@ -58,6 +69,7 @@ struct Run: ParsableCommand {
                 FileHandle.standardError.write(Data((LiveLine.text(event, colour: colour) + "\n").utf8))
             }
             live.colour = colour
+            live.controlTimeout = ctlTimeout
             live.onUnstoppableLoad = exitWithError
             let recorder = try live.run()
             try pictures.write(

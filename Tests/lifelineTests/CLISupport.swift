@@ -47,16 +47,20 @@ final class Captured: Sendable {
     private let data = Mutex(Data())
     private let eof = Mutex(false)
 
+    /// Reads on a thread of its own until the end of the pipe: on Linux, FileHandle's
+    /// readabilityHandler now and then never reports the end of a pipe whose writer exited at
+    /// once, and `text(waitingForEOF:)` then waited out its whole 30 s.
     init(_ pipe: Pipe) {
-        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let chunk = handle.availableData
-            if chunk.isEmpty {
-                handle.readabilityHandler = nil
-                eof.withLock { $0 = true }
-            } else {
+        let handle = pipe.fileHandleForReading
+        let reader = Thread { [self] in
+            while true {
+                let chunk = handle.availableData  // blocks until bytes arrive or the pipe ends
+                if chunk.isEmpty { break }
                 data.withLock { $0.append(chunk) }
             }
+            eof.withLock { $0 = true }
         }
+        reader.start()
     }
 
     func text(waitingForEOF: Bool = false) -> String {

@@ -16,6 +16,8 @@ import Foundation
 /// exit(recorder.exitCode)
 /// ```
 ///
+/// While it runs, `lifeline ctl` drives it through `<state-dir>/control.sock` (`ControlSocket`).
+///
 /// Threading: `run` on the thread that is to be the main executor; `post` from any thread.
 public final class LiveRun: @unchecked Sendable {
     /// Where a live run keeps its state when the setup names no state dir.
@@ -31,6 +33,13 @@ public final class LiveRun: @unchecked Sendable {
     public var handlesSignals = true
     /// Whether the echo of a signal on stderr is bold. Set before `run`.
     public var colour = false
+    /// Whether `run` listens on `<state-dir>/control.sock` for `lifeline ctl` (on by default): each
+    /// connection sends one action as a scenario line writes it, and is answered `ok` or
+    /// `error: MESSAGE` once the main executor has carried it out or refused it. Set before `run`.
+    public var listensForControl = true
+    /// How long a `lifeline ctl` connection waits for the main executor to carry out its step
+    /// before it is answered that the host did not answer. Set before `run`.
+    public var controlTimeout: Double = 30
     /// Ends the process when a plugin's load overran the launch limit and cannot be stopped
     /// (Swift code, W3): a load failure, whose exit code is 65. By default it prints
     /// `lifeline: MESSAGE` on stderr and exits with the error's code. Set before `run`.
@@ -44,6 +53,9 @@ public final class LiveRun: @unchecked Sendable {
     private let transferTransport: any TransferTransport
     /// Set once `run` has made the host; read on the main executor only.
     nonisolated(unsafe) private var host: LifelineHost?
+    /// The control socket while the run listens; read by the paths that exit the process at once.
+    private let listener = Locked<ControlListener?>(nil)
+    private let replies = ControlReplies()
 
     /// - Parameters:
     ///   - transport: where plugins' HTTP requests go (`AsyncHTTPTransport` of LifelineHTTP for
@@ -76,8 +88,9 @@ public final class LiveRun: @unchecked Sendable {
         let recorder = recorder
         var configuration = try setup.hostConfiguration(
             loadFailurePolicy: .skip,
-            onUnpreemptibleOverrun: { [onUnstoppableLoad] overrun in
+            onUnpreemptibleOverrun: { [onUnstoppableLoad, listener] overrun in
                 // W3: Swift code cannot be stopped; report now and end the process.
+                listener.withLock { $0 }?.removeFile()
                 switch overrun {
                 case .terminated(let termination, let recorder):
                     LiveRun.writeCrashReport(termination, recorder: recorder, setup: setup)
@@ -88,6 +101,12 @@ public final class LiveRun: @unchecked Sendable {
             })
         configuration.transport = transport
         configuration.transferTransport = transferTransport
+        // Before the host exists: a state dir that another live run serves is refused first.
+        let control = listensForControl
+            ? try ControlListener(path: ControlSocket.path(stateDirectory: setup.stateDirectory!)) { [self] in
+                answer($0)
+            } : nil
+        listener.withLock { $0 = control }
         let executor = MainExecutor(clock: clock)
         let host = LifelineHost(
             configuration: configuration, plugins: setup.plugins, executor: executor, recorder: recorder)
@@ -95,8 +114,13 @@ public final class LiveRun: @unchecked Sendable {
         let signals = handlesSignals ? SignalSteps(
             clock: clock, perform: { [self] in echoAndPerform($0, $1) }, kill: { [self] in kill() }) : nil
         executor.schedule(at: clock.now) { try? host.perform(.launch) }
+        control?.start()
         executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
         signals?.cancel()
+        // Nothing runs on the main executor any more: a step still waiting will never be done.
+        replies.end(with: "error: the app ended before it carried out the step")
+        control?.close()
+        listener.withLock { $0 = nil }
         host.shutdown()
         if let termination = recorder.termination {
             LiveRun.writeCrashReport(termination, recorder: recorder, setup: setup)
@@ -112,20 +136,56 @@ public final class LiveRun: @unchecked Sendable {
         clock.post { [self] in perform(step, refused: "post ignored: \(step.description)") }
     }
 
-    /// Runs on the main executor. `refused` starts the warning when the state forbids the step.
-    private func perform(_ step: Step, refused: @autoclosure () -> String) {
-        guard let host else { return }
-        do {
-            try host.perform(step)
-        } catch {
-            host.logger.warning("\(refused()), but \(error)")
+    /// Runs on the main executor. Returns why the step was not carried out (the profile lacks it,
+    /// or the state forbids it), which is also logged as a warning that `refused` starts.
+    @discardableResult
+    private func perform(_ step: Step, refused: @autoclosure () -> String) -> String? {
+        guard let host else { return "the app is not running" }
+        let problem: String
+        if let lack = host.profile.lacks(step) {
+            problem = lack
+        } else {
+            do {
+                try host.perform(step)
+                return nil
+            } catch {
+                problem = error.description
+            }
         }
+        host.logger.warning("\(refused()), but \(problem)")
+        return problem
     }
 
-    /// A signal's step, echoed on the timeline's clock with what it does now. Runs on the main
-    /// executor.
-    private func echoAndPerform(_ signal: String, _ step: Step) {
-        guard let host else { return }
+    /// The answer to one line a `lifeline ctl` sent: parsed off the main executor, carried out on
+    /// it, waited for here (a connection's thread) at most `controlTimeout`.
+    private func answer(_ line: String) -> String {
+        let action = line.trimmingCharacters(in: .whitespaces)
+        guard !action.isEmpty else { return "error: no action given; the actions are: \(Step.actionList)" }
+        // The step is echoed on the operator's terminal: no escape sequence may ride along.
+        if action.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F..<0xA0).contains($0.value) }) {
+            return "error: the action holds a control character"
+        }
+        let step: Step
+        do {
+            guard let parsed = try Step.parse(Substring(action)) else {
+                return "error: unknown action '\(action)'; the actions are: \(Step.actionList)"
+            }
+            step = parsed
+        } catch {
+            return "error: \(error.message)"
+        }
+        guard let reply = replies.open() else { return "error: the app ended before it carried out the step" }
+        defer { replies.close(reply) }
+        clock.post { [self] in reply.give(echoAndPerform("ctl", step).map { "error: \($0)" } ?? "ok") }
+        return reply.wait(timeout: controlTimeout)
+            ?? "error: the host did not answer within \(ControlSocket.seconds(controlTimeout))"
+    }
+
+    /// A signal's or a ctl's step, echoed on the timeline's clock with what it does now. Returns
+    /// why it was not carried out. Runs on the main executor.
+    @discardableResult
+    private func echoAndPerform(_ signal: String, _ step: Step) -> String? {
+        guard let host else { return "the app is not running" }
         let stamp = "[\(TimelineEvent.paddedSeconds(host.now.seconds))s]"
         var what = step.description
         if step == .terminate && host.state == .suspended {
@@ -133,13 +193,16 @@ public final class LiveRun: @unchecked Sendable {
         }
         let line = "\(stamp) -- \(signal): \(what)"
         FileHandle.standardError.write(Data((colour ? "\u{1B}[1m\(line)\u{1B}[0m\n" : line + "\n").utf8))
-        perform(step, refused: "signal ignored: \(signal) asks for \(step.description)")
+        return perform(
+            step,
+            refused: signal == "ctl" ? "ctl ignored: \(step.description)" : "signal ignored: \(signal) asks for \(step.description)")
     }
 
     /// A second SIGINT ends the app at once, even while a handler is still running: no
     /// notification, nothing more runs.
     private func kill() {
         FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
+        listener.withLock { $0 }?.removeFile()
         try? setup.writeReport(recorder)
         exit(recorder.exitCode)
     }
@@ -158,6 +221,54 @@ public final class LiveRun: @unchecked Sendable {
             FileHandle.standardError.write(Data("lifeline: cannot write crash report to \(path): \(error)\n".utf8))
         }
         try? setup.writeReport(recorder)
+    }
+}
+
+/// The answers that `lifeline ctl` connections wait for, so the run's end can answer the ones the
+/// main executor will never reach.
+private final class ControlReplies: Sendable {
+    private let state = Locked<(ended: Bool, waiting: [ObjectIdentifier: ControlReply])>((false, [:]))
+
+    /// A reply to wait for; nil once the run has ended.
+    func open() -> ControlReply? {
+        state.withLock { state in
+            guard !state.ended else { return nil }
+            let reply = ControlReply()
+            state.waiting[ObjectIdentifier(reply)] = reply
+            return reply
+        }
+    }
+
+    func close(_ reply: ControlReply) { _ = state.withLock { $0.waiting.removeValue(forKey: ObjectIdentifier(reply)) } }
+
+    /// Gives every reply still waiting `answer`, and every later one at once.
+    func end(with answer: String) {
+        let waiting = state.withLock { state in
+            state.ended = true
+            return Array(state.waiting.values)
+        }
+        for reply in waiting { reply.give(answer) }
+    }
+}
+
+/// One answer, given once: by the main executor, or by the run's end, whichever comes first.
+private final class ControlReply: Sendable {
+    private let answer = Locked<String?>(nil)
+    private let given = DispatchSemaphore(value: 0)
+
+    func give(_ text: String) {
+        let first = answer.withLock { answer in
+            guard answer == nil else { return false }
+            answer = text
+            return true
+        }
+        if first { given.signal() }
+    }
+
+    /// The answer, or nil when none came within `timeout` seconds.
+    func wait(timeout: Double) -> String? {
+        guard given.wait(timeout: .now() + max(0, timeout)) == .success else { return nil }
+        return answer.withLock { $0 }
     }
 }
 

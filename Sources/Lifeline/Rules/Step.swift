@@ -69,6 +69,9 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
     /// The forms of the actions that take an argument, for error messages.
     public static let argumentForms = ["push [JSON]", "run-tasks [refresh|processing|IDENTIFIER]", "charging on|off", "network on|off"]
 
+    /// Every action's form, for the message that refuses an unknown one.
+    public static let actionList = (all.map(\.description) + argumentForms).joined(separator: ", ")
+
     /// Reads an action as a scenario line or `lifeline ctl` writes it (the words after the time).
     /// Returns nil for an unknown action; throws the message for a known one with a bad argument.
     public static func parse(_ text: Substring) throws(StepSyntaxError) -> Step? {

@@ -114,9 +114,8 @@ public struct Scenario: Equatable, Sendable {
                 throw .badInput("\(at): \(error.message)")
             }
             guard let step = parsed else {
-                let valid = (Step.all.map(\.description) + Step.argumentForms).joined(separator: ", ")
                 throw .badInput(
-                    "\(at): unknown action '\(actionText)'; the actions are: \(valid) "
+                    "\(at): unknown action '\(actionText)'; the actions are: \(Step.actionList) "
                         + "(and 'http METHOD TARGET -> RESULT' for the network)")
             }
             if time < lastStepTime {
