@@ -22,6 +22,16 @@ private final class Idle: SwiftPlugin {
     func load(_ context: PluginContext) throws {}
 }
 
+/// Schedules a refresh an hour away, and completes it at once when the system runs it.
+private final class Refresher: SwiftPlugin {
+    static let name = "refresher"
+    init() {}
+    func load(_ context: PluginContext) throws {
+        try context.registerTask("com.example.refresh") { task in task.setTaskCompleted(success: true) }
+        try context.submitTask(SystemTaskRequest(identifier: "com.example.refresh", kind: .refresh, earliestBegin: 3600))
+    }
+}
+
 /// Posts `steps[event]` to the run when the app records `event`.
 private func live(_ setup: RunSetup, steps: [String: Step]) -> LiveRun {
     let run = Locked<LiveRun?>(nil)
@@ -53,6 +63,29 @@ private func live(_ setup: RunSetup, steps: [String: Step]) -> LiveRun {
         #expect(written == RunOutput.text(of: recorder.report()))
         #expect(FileManager.default.fileExists(atPath: state.path + "/" + StateDatabase.fileName))
         #expect(!FileManager.default.fileExists(atPath: state.path + "/reports"))
+    }
+
+    /// On the real clock, a request that `run-tasks` makes due "now" runs: its time is read once
+    /// per evaluation, not again after the clock has moved on.
+    @Test func runTasks_onTheRealClock_wakesTheAppAndRunsTheTask() throws {
+        let state = try TemporaryDirectory(prefix: "lifeline-live-")
+        defer { state.remove() }
+        var descriptor = Refresher.descriptor
+        descriptor.taskIdentifiers = ["com.example.refresh"]
+        var setup = RunSetup(plugins: [descriptor])
+        setup.stateDirectory = state.path
+        setup.reportPath = state.path + "/report.json"  // so the run keeps its timeline
+        let run = live(
+            setup,
+            steps: ["didBecomeActive": .background, "suspended": .runTasks(.all), "systemTaskCompleted": .terminate])
+
+        let recorder = try run.run()
+
+        let names = recorder.timeline.map(\.event)
+        #expect(names.contains("resumed"))
+        #expect(names.contains("systemTaskStarted"))
+        #expect(recorder.timeline.contains { $0.event == "systemTaskCompleted" && $0["success"] == .bool(true) })
+        #expect(recorder.exitCode == 0)
     }
 
     @Test func aTermination_leavesACrashReportInTheStateDir() throws {

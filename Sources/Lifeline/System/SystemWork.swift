@@ -393,9 +393,12 @@ final class SystemWork {
     /// start it. Never at the instant it was submitted: a handler that submits its own identifier
     /// again with no delay still moves virtual time on, as a zero-delay timer does, so `--until`
     /// ends the loop.
-    private func due(_ r: Request) -> HostTime? {
+    ///
+    /// `now` is the evaluation's one reading of the clock: on the real clock a second reading is
+    /// later, and a request due "now" would then never be due.
+    private func due(_ r: Request, now: HostTime) -> HostTime? {
         let soonest = r.submitted.adding(seconds: TimerTable.resolution)
-        if r.forced { return max(session.now, soonest) }
+        if r.forced { return max(now, soonest) }
         switch policy {
         case .earliest: return max(r.earliest, soonest)
         case .delayed(let seconds): return max(r.earliest.adding(seconds: seconds), soonest)
@@ -413,7 +416,7 @@ final class SystemWork {
         var next: HostTime?
         var kept: [Request] = []
         for r in requests {
-            guard let due = due(r) else {
+            guard let due = due(r, now: now) else {
                 kept.append(r)
                 continue
             }
