@@ -22,6 +22,9 @@ enum LuaSystem {
     /// The task tables a Lua handler was given, by task id, until each task is over.
     private final class TaskTables {
         var refs: [Int: Int32] = [:]
+        /// Tasks completed inside their handler's own call, before their table's reference was
+        /// handed back: released as soon as it is.
+        var finishedEarly: Set<Int> = []
     }
 
     /// lifeline.tasks.register(identifier, function(task) ... end)
@@ -42,12 +45,20 @@ enum LuaSystem {
         let handler = SystemTaskHandler(
             run: { task in
                 let (outcome, table) = plugin.callTask(ref: fn.ref, task)
-                if table != LUA_NOREF { tables.refs[task.id] = table }
+                if tables.finishedEarly.remove(task.id) != nil {
+                    if table != LUA_NOREF, let L = plugin.state { lifeline_unref(L, table) }
+                } else {
+                    tables.refs[task.id] = table  // LUA_NOREF too: the task is known to have run
+                }
                 return outcome
             },
             expire: { task in plugin.callTaskExpiration(tableRef: tables.refs[task.id] ?? LUA_NOREF) },
             finished: { task in
-                if let table = tables.refs.removeValue(forKey: task.id), let L = plugin.state { lifeline_unref(L, table) }
+                if let table = tables.refs.removeValue(forKey: task.id) {
+                    if table != LUA_NOREF, let L = plugin.state { lifeline_unref(L, table) }
+                } else {
+                    tables.finishedEarly.insert(task.id)
+                }
             })
         do throws(SystemTaskError) {
             try context.registerTask(identifier, handler: handler)
@@ -157,7 +168,7 @@ enum LuaSystem {
 
     /// A completion: `event.complete(result)` (`newData`, `noData` or `failed`; none for
     /// `didFinishTransferEvents`) or `task:setTaskCompleted(success)`. Either may be called as a
-    /// method. Returns false, with a warning, when it was called already or its time ran out.
+    /// method. Returns false when it was called already or its time ran out.
     static let complete: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "complete"

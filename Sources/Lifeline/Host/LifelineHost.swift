@@ -163,7 +163,8 @@ public final class LifelineHost {
     }
 
     /// Wakes the suspended app in the background for the system: the budget starts again, full,
-    /// as at every entry into the background, and what the suspension held runs.
+    /// as at every entry into the background, and what the suspension held runs, transfer events
+    /// included.
     private func resume(reason: String) {
         guard lifecycle.state == .suspended, session.appRunning else { return }
         lifecycle.resume()
@@ -172,6 +173,8 @@ public final class LifelineHost {
         parts.tasks.startBudget()
         executor.releaseHeld()
         parts.slices.releaseHeld()
+        // Transfer events held while it slept are heard now, as on any return to running.
+        parts.transfers.deliver()
     }
 
     /// Steps with no notification of their own still leave a trace in the report, so a reader

@@ -54,7 +54,7 @@ extension PluginContext {
     }
 
     /// Calls the completion of a `performFetch` or `didReceiveRemoteNotification` event. False,
-    /// with a warning, when it was called already or its time ran out.
+    /// when it was called already or its time ran out.
     @discardableResult
     public func complete(_ event: LifecycleEvent, _ result: FetchResult) throws(SystemTaskError) -> Bool {
         guard let id = event.completion else { throw SystemTaskError("\(event.name.rawValue) has no completion") }
@@ -103,7 +103,7 @@ public final class SystemTask {
         self.context = context
     }
 
-    /// Ends the task; false, with a warning, if it was completed already or its time ran out.
+    /// Ends the task; false if it was completed already or its time ran out.
     @discardableResult
     public func setTaskCompleted(success: Bool) -> Bool {
         (try? context?.setTaskCompleted(id, success: success)) ?? false

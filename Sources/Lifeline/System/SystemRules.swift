@@ -34,6 +34,10 @@ public struct SystemTaskRequest: Equatable, Sendable {
             }
     }
 
+    /// The latest `earliestBegin`: 10 years, far inside what the host's clock holds, so a request's
+    /// time never saturates.
+    public static let maximumEarliestBegin: Double = 10 * 365 * 24 * 3600
+
     /// How many requests of each kind one plugin may have pending at once: one refresh and ten
     /// processing requests, as Apple documents for `tooManyPendingTaskRequests`.
     public static func pendingLimit(_ kind: SystemTaskKind) -> Int { kind == .refresh ? 1 : 10 }

@@ -200,10 +200,13 @@ final class SystemWork {
     private func open(_ kind: CompletionKind, plugin index: Int, limit: Double, id: Int? = nil) -> Int {
         let id = id ?? takeID()
         var jobs: [MainExecutor.JobID] = []
-        let due = session.now.adding(seconds: limit)
+        // One reading of the clock: on the real clock a second one is later, and the expiration
+        // could then fall after the deadline.
+        let now = session.now
+        let due = now.adding(seconds: limit)
         if case .task = kind {
             let lead = session.profile.expirationLead
-            let expiring = limit > lead ? session.now.adding(seconds: limit - lead) : session.now
+            let expiring = limit > lead ? now.adding(seconds: limit - lead) : now
             jobs.append(session.scheduleAppJob(at: expiring) { [unowned self] in expire(id) })
         }
         jobs.append(session.scheduleAppJob(at: due) { [unowned self] in timedOut(id) })
@@ -222,8 +225,7 @@ final class SystemWork {
     func complete(_ context: PluginContext, id: Int, with value: CompletionValue) throws(SystemTaskError) -> Bool {
         guard let completion = completions[id] else {
             guard id > 0, id < nextCompletion else { throw SystemTaskError("there is no completion \(id)") }
-            session.logger.warning(
-                "plugin '\(context.pluginName)': completion \(id) was called already, or its time ran out")
+            // No warning: a plugin calling it in a loop would flood the host's log.
             return false
         }
         guard completion.pluginName == context.pluginName else {
@@ -335,8 +337,10 @@ final class SystemWork {
     func submit(_ context: PluginContext, _ request: SystemTaskRequest) throws(SystemTaskError) {
         try checkAvailable("submit")
         try checkPermitted(context, request.identifier)
-        guard request.earliestBegin.isFinite, request.earliestBegin >= 0 else {
-            throw SystemTaskError("submit: earliestBegin must be a number of seconds, 0 or more")
+        guard request.earliestBegin.isFinite, request.earliestBegin >= 0,
+            request.earliestBegin <= SystemTaskRequest.maximumEarliestBegin
+        else {
+            throw SystemTaskError("submit: earliestBegin must be a number of seconds, from 0 to 10 years")
         }
         let plugin = context.pluginName
         let existing = requests.firstIndex { $0.plugin == plugin && $0.request.identifier == request.identifier }
@@ -412,7 +416,11 @@ final class SystemWork {
         guard !session.isStopped else { return }
         let now = session.now
         let foreground = session.appRunning && (session.visibleState == .active || session.visibleState == .inactive)
-        var ready: [Request] = []
+        // One request is started per evaluation, the first that may run; another evaluation follows
+        // for the rest. Its handler may cancel or replace the others, and each is picked only as
+        // the requests stand after it.
+        var ready: Request?
+        var more = false
         var next: HostTime?
         var kept: [Request] = []
         for r in requests {
@@ -427,8 +435,11 @@ final class SystemWork {
                 || (r.request.requiresPower && !charging)
             {
                 kept.append(r)
+            } else if ready == nil {
+                ready = r
             } else {
-                ready.append(r)
+                more = true
+                kept.append(r)
             }
         }
         requests = kept
@@ -443,12 +454,9 @@ final class SystemWork {
             }
             wakeJob = (id, next)
         }
-        for r in ready {
-            guard !session.isStopped else { return }
-            // Once run, a request is gone: a plugin that wants another submits again.
-            forget(r)
-            start(r)
-        }
+        guard let ready else { return }
+        if more { queueEvaluation() }
+        start(ready)
     }
 
     /// Runs one request: the app is launched or woken for it, then its plugin's handler gets the
@@ -457,13 +465,15 @@ final class SystemWork {
     private func start(_ r: Request) {
         wake("systemTask")
         let request = r.request
-        guard session.isRunning, let registered = handlers[r.plugin]?[request.identifier] else {
-            if session.isRunning {
-                session.record(
-                    "systemTaskDropped", ("plugin", .string(r.plugin)), ("identifier", .string(request.identifier)),
-                    ("reason", .string("noHandler")))
-            }
-            return
+        // An app that could not run (a plugin failed to load; a rule ended it) leaves the request
+        // in the state dir for a host started again.
+        guard session.isRunning else { return }
+        // Once run, a request is gone: a plugin that wants another submits again.
+        forget(r)
+        guard let registered = handlers[r.plugin]?[request.identifier] else {
+            return session.record(
+                "systemTaskDropped", ("plugin", .string(r.plugin)), ("identifier", .string(request.identifier)),
+                ("reason", .string("noHandler")))
         }
         let task = SystemTaskInfo(id: takeID(), identifier: request.identifier, kind: request.kind)
         _ = open(.task(task), plugin: registered.plugin, limit: session.profile.limit(for: request.kind), id: task.id)
