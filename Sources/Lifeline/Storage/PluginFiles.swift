@@ -27,10 +27,11 @@ public final class PluginFiles {
     /// The plugin's files folder.
     let root: String
 
-    init(plugin: String, root: String, quota: Int) {
+    init(plugin: String, root: String, quota: Int, maximumEntries: Int = PluginFiles.defaultMaximumEntries) {
         self.plugin = plugin
         self.root = root
         self.quota = quota
+        self.maximumEntries = maximumEntries
     }
 
     /// Writes `data` as the whole content of `name`, replacing what was there. Folders on the way
@@ -48,11 +49,16 @@ public final class PluginFiles {
     public func write(_ name: String, bytes: UnsafeRawBufferPointer) throws(FileError) {
         let path = try TransferPath.resolve(name, in: root)
         // The size of the file this write replaces, which the total no longer counts after it.
-        var replaced: Int64 = 0
-        if let (folder, leaf) = try TransferFolder.existing(path.name, in: root) {
-            replaced = folder.size(of: leaf) ?? 0
+        var replaced: Int64?
+        if let (folder, leaf) = try TransferFolder.existing(path.name, in: root) { replaced = folder.size(of: leaf) }
+        let entries = try entries()
+        // The file, unless it replaces one, and the folders the write would make.
+        let added = (replaced == nil ? 1 : 0) + (try TransferFolder.missingFolders(path.name, in: root))
+        if entries.count + added > maximumEntries {
+            throw FileError(
+                "plugin '\(plugin)' would keep more than \(maximumEntries) files and folders in its files folder")
         }
-        let after = try usage() - replaced + Int64(bytes.count)
+        let after = entries.reduce(0) { $0 + $1.size } - (replaced ?? 0) + Int64(bytes.count)
         if after > Int64(quota) {
             throw FileError(
                 "plugin '\(plugin)' would keep \(PluginManifest.formatBytes(Int(clamping: after))) in its files "
@@ -83,14 +89,20 @@ public final class PluginFiles {
         return folder.size(of: leaf)
     }
 
-    /// Removes `name`; false when no file had that name. A folder is not a file: it throws.
+    /// Removes `name`: a file, or an empty folder (so the folders writes made can go too); false
+    /// when nothing had that name. A folder with something in it throws.
     @discardableResult
     public func remove(_ name: String) throws(FileError) -> Bool {
         let path = try TransferPath.resolve(name, in: root)
         guard let (folder, leaf) = try TransferFolder.existing(path.name, in: root) else { return false }
         guard unlinkat(folder.fd, leaf, 0) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return false }
-            if errno == EISDIR { throw FileError("'\(path.name)' is a folder, not a file") }
+            if errno == EISDIR {
+                if unlinkat(folder.fd, leaf, AT_REMOVEDIR) == 0 { return true }
+                if errno == ENOTEMPTY || errno == EEXIST {
+                    throw FileError("'\(path.name)' is a folder with files in it; remove them first")
+                }
+            }
             throw FileError("cannot remove '\(path.name)': \(String(cString: strerror(errno)))")
         }
         return true
@@ -102,14 +114,21 @@ public final class PluginFiles {
         try entries().compactMap(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
-    /// The bytes the plugin's files folder holds now, as the quota counts them.
+    /// The most files and folders a plugin's files folder may hold, unless told otherwise. The
+    /// quota counts bytes, so without it empty files and folders would be free, and a plugin could
+    /// use up the disk's inodes.
+    public static let defaultMaximumEntries = 10_000
+    /// The most files and folders this plugin's folder may hold.
+    public let maximumEntries: Int
+
+    /// The bytes of the plugin's files, as the quota counts them.
     public func usage() throws(FileError) -> Int64 {
         try entries().reduce(0) { $0 + $1.size }
     }
 
     /// The plain files of the folder. A temporary found there is left over from a write that
     /// never finished (the host stopped mid-write; writes run on one thread): it is removed.
-    private func entries() throws(FileError) -> [(name: String?, size: Int64)] {
+    private func entries() throws(FileError) -> [(name: String?, size: Int64, isFolder: Bool)] {
         guard let folder = try TransferFolder.root(root) else { return [] }
         return folder.files(removingTemporaries: true)
     }

@@ -44,6 +44,18 @@ final class TransferFolder {
         try locate(file, in: root, create: false, missing: [ENOENT, ENOTDIR])
     }
 
+    /// How many folders on the way to `file` are not there yet: what a write to it would make.
+    static func missingFolders(_ file: String, in root: String) throws(TransferError) -> Int {
+        let folders = file.split(separator: "/").dropLast()
+        var path = root
+        for (i, folder) in folders.enumerated() {
+            path += "/" + folder
+            var st = stat()
+            if lstat(path, &st) != 0 { return folders.count - i }
+        }
+        return 0
+    }
+
     /// The plugin's files folder itself, or nil when it is not there yet.
     static func root(_ root: String) throws(TransferError) -> TransferFolder? {
         let top = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -128,7 +140,8 @@ final class TransferFolder {
     /// The content of the plain file `leaf`, when it holds at most `limit` bytes: a caller that
     /// must bound what it holds is never made to hold more, even by a file that grows meanwhile.
     func read(_ leaf: String, limit: Int) throws(TransferError) -> BoundedRead {
-        let file = open(leaf, O_RDONLY)
+        // Non-blocking: a FIFO put there from outside must not hang the host at the open.
+        let file = open(leaf, O_RDONLY | O_NONBLOCK)
         guard file >= 0 else {
             if errno == ENOENT { return .missing }
             throw TransferError("cannot open '\(relative(leaf))': \(errnoText())")
@@ -209,23 +222,25 @@ final class TransferFolder {
         fsync(fd)
     }
 
-    /// Every plain file under this folder, with its size and its name relative to this folder.
+    /// Every plain file under this folder, with its size and its name relative to this folder,
+    /// and every folder under it, with no name and `isFolder` (the quota counts them too).
     /// Links are neither followed nor listed; a name that is not UTF-8 (no plugin call makes one)
     /// is counted with no name. With `removingTemporaries`, the temporaries of `replace` are
     /// removed, not listed: the caller knows no write is under way.
-    func files(removingTemporaries: Bool) -> [(name: String?, size: Int64)] {
-        var found: [(name: String?, size: Int64)] = []
+    func files(removingTemporaries: Bool) -> [(name: String?, size: Int64, isFolder: Bool)] {
+        var found: [(name: String?, size: Int64, isFolder: Bool)] = []
         TransferFolder.walk(dup(fd), prefix: "", depth: 0, removingTemporaries: removingTemporaries, into: &found)
         return found
     }
 
-    /// Folders deeper than this are not walked: no plugin call makes them.
+    /// Folders deeper than this are not walked: no plugin call makes them (a name has at most
+    /// `TransferPath.maximumParts` parts).
     private static let maximumDepth = 64
 
     /// Walks the folder open as `fd`, which it closes.
     private static func walk(
         _ fd: Int32, prefix: String?, depth: Int, removingTemporaries: Bool,
-        into found: inout [(name: String?, size: Int64)]
+        into found: inout [(name: String?, size: Int64, isFolder: Bool)]
     ) {
         guard fd >= 0 else { return }
         guard let dir = fdopendir(fd) else {
@@ -247,8 +262,9 @@ final class TransferFolder {
                     unlinkat(dirfd(dir), cName, 0)
                     continue
                 }
-                found.append((name, Int64(st.st_size)))
+                found.append((name, Int64(st.st_size), false))
             case S_IFDIR where depth < maximumDepth:
+                found.append((nil, 0, true))
                 let child = openat(dirfd(dir), cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 walk(child, prefix: name, depth: depth + 1, removingTemporaries: removingTemporaries, into: &found)
             default: continue

@@ -19,6 +19,9 @@ public struct TransferPath: Equatable, Sendable {
 
     /// Checks `name` against the plugin's folder `root`. Links already on disk are followed: a
     /// name whose real location is outside `root` is refused.
+    /// The most parts (folders and the file) a name may have.
+    public static let maximumParts = 32
+
     public static func resolve(_ name: String, in root: String) throws(TransferError) -> TransferPath {
         guard !name.isEmpty else { throw TransferError("a file name must not be empty") }
         guard !name.hasPrefix("/") else {
@@ -30,6 +33,10 @@ public struct TransferPath: Equatable, Sendable {
             throw TransferError("'\(name)' leaves the plugin's files folder ('..' is not allowed)")
         }
         guard !parts.isEmpty, parts.last != "." else { throw TransferError("'\(name)' does not name a file") }
+        // Every folder a name can make is one the quota's walk reaches (`TransferFolder`).
+        guard parts.count <= maximumParts else {
+            throw TransferError("'\(name.prefix(64))…' has more than \(maximumParts) parts; a file name may have at most \(maximumParts)")
+        }
         // A write's temporary must never share a name with a file the plugin can name.
         guard !parts.last!.hasPrefix(TransferFolder.temporaryPrefix) else {
             throw TransferError("'\(name)': names that start with '\(TransferFolder.temporaryPrefix)' are the host's")

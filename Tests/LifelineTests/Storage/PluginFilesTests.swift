@@ -7,11 +7,15 @@ import LifelineTesting
 // A plugin's own files (`PluginFiles`): names, quota, atomic writes, and the Swift API.
 
 /// A state dir of its own with the files folder of plugin "p" at `<dir>/files/p`, removed afterwards.
-private func withFiles<T>(quota: Int = PluginFiles.defaultQuota, _ body: (PluginFiles, String) throws -> T) throws -> T {
+private func withFiles<T>(
+    quota: Int = PluginFiles.defaultQuota, maximumEntries: Int = PluginFiles.defaultMaximumEntries,
+    _ body: (PluginFiles, String) throws -> T
+) throws -> T {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("files-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    return try body(PluginFiles(plugin: "p", root: dir + "/files/p", quota: quota), dir)
+    return try body(
+        PluginFiles(plugin: "p", root: dir + "/files/p", quota: quota, maximumEntries: maximumEntries), dir)
 }
 
 private func contents(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map(Array.init) }
@@ -80,13 +84,32 @@ private func message(_ body: () throws -> Void) -> String? {
     }
 }
 
-@Test func pluginFiles_remove_removesTheFile_aFolderIsRefused() throws {
+@Test func pluginFiles_remove_removesTheFile_andAFolderOnlyOnceItIsEmpty() throws {
     try withFiles { files, dir in
         try files.write("d/a", [1])
+        #expect(message { try files.remove("d") } == "'d' is a folder with files in it; remove them first")
         #expect(try files.remove("d/a") == true)
         #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/d/a"))
         #expect(try files.remove("d/a") == false)
-        #expect(message { try files.remove("d") } == "'d' is a folder, not a file")
+        // The folder the write made can go too, so a plugin can leave nothing behind.
+        #expect(try files.remove("d") == true)
+        #expect(!FileManager.default.fileExists(atPath: dir + "/files/p/d"))
+    }
+}
+
+@Test func pluginFiles_countOfFilesAndFolders_isBounded_andANameHasAtMost32Parts() throws {
+    try withFiles(maximumEntries: 40) { files, _ in
+        let deep = (1...TransferPath.maximumParts).map { _ in "a" }.joined(separator: "/")
+        try files.write(deep, [1])
+        #expect(message { try files.write(deep + "/b", [1]) }?.contains("has more than 32 parts") == true)
+        // 31 folders and a file so far. Empty files cost no bytes, but they are entries: the bound
+        // stops them.
+        for i in 0..<8 { try files.write("e\(i)", []) }
+        #expect(message { try files.write("one-more", []) }
+            == "plugin 'p' would keep more than 40 files and folders in its files folder")
+        #expect(message { try files.write("new/folder", []) } != nil)
+        // Replacing a file adds no entry.
+        try files.write("e0", [2])
     }
 }
 
