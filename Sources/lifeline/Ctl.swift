@@ -45,7 +45,9 @@ struct Ctl: ParsableCommand {
 
     func validate() throws {
         guard !action.isEmpty else { throw ValidationError("no action given; for example: lifeline ctl fetch") }
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout takes a number of seconds above 0") }
+        guard timeout > 0, timeout <= 86_400 else {
+            throw ValidationError("--timeout takes a number of seconds above 0, at most 86400 (a day)")
+        }
     }
 
     func run() throws {

@@ -50,7 +50,9 @@ struct Run: ParsableCommand {
     @OptionGroup var pictures: PictureOptions
 
     func validate() throws {
-        guard ctlTimeout > 0, ctlTimeout.isFinite else { throw ValidationError("--ctl-timeout takes a number of seconds above 0") }
+        guard ctlTimeout > 0, ctlTimeout <= 86_400 else {
+            throw ValidationError("--ctl-timeout takes a number of seconds above 0, at most 86400 (a day)")
+        }
         checkWritable(report, "--report")
     }
 

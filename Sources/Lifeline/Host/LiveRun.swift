@@ -176,9 +176,17 @@ public final class LiveRun: @unchecked Sendable {
         }
         guard let reply = replies.open() else { return "error: the app ended before it carried out the step" }
         defer { replies.close(reply) }
-        clock.post { [self] in reply.give(echoAndPerform("ctl", step).map { "error: \($0)" } ?? "ok") }
-        return reply.wait(timeout: controlTimeout)
-            ?? "error: the host did not answer within \(ControlSocket.seconds(controlTimeout))"
+        clock.post { [self] in
+            // A step whose client was told it timed out before it began does not happen: a client
+            // that tries again must not get it twice.
+            guard reply.begin() else { return }
+            reply.give(echoAndPerform("ctl", step).map { "error: \($0)" } ?? "ok")
+        }
+        if let answer = reply.wait(timeout: controlTimeout) { return answer }
+        let waited = ControlSocket.seconds(controlTimeout)
+        return reply.abandon()
+            ? "error: the host did not answer within \(waited); the step was not carried out"
+            : "error: the host did not answer within \(waited); the step is under way (a handler is still running)"
     }
 
     /// A signal's or a ctl's step, echoed on the timeline's clock with what it does now. Returns
@@ -255,6 +263,27 @@ private final class ControlReplies: Sendable {
 private final class ControlReply: Sendable {
     private let answer = Locked<String?>(nil)
     private let given = DispatchSemaphore(value: 0)
+    /// The step's course: waiting for the main executor, begun there, or given up by its client.
+    private enum Course { case waiting, begun, abandoned }
+    private let course = Locked<Course>(.waiting)
+
+    /// The main executor is about to carry the step out; false when its client gave up on it.
+    func begin() -> Bool {
+        course.withLock { course in
+            guard course == .waiting else { return false }
+            course = .begun
+            return true
+        }
+    }
+
+    /// The client gives up waiting; true when the step had not begun (and now never will).
+    func abandon() -> Bool {
+        course.withLock { course in
+            guard course == .waiting else { return false }
+            course = .abandoned
+            return true
+        }
+    }
 
     func give(_ text: String) {
         let first = answer.withLock { answer in

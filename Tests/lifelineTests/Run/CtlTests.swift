@@ -209,10 +209,16 @@ import Glibc
             """)
         let slow = try run.ctl("memory-warning")
         #expect(slow.status == 65)
-        #expect(slow.stderr.contains("error: the host did not answer within 0.3 s"))
+        #expect(slow.stderr.contains("error: the host did not answer within 0.3 s; the step is under way"))
+        // A step sent while the handler still runs has not begun when its client gives up: it is
+        // then never carried out, so a client that tries again does not get it twice.
+        let queued = try run.ctl("charging on")
+        #expect(queued.status == 65)
+        #expect(queued.stderr.contains("error: the host did not answer within 0.3 s; the step was not carried out"))
         #expect(run.live.stderr.waitFor("slow warning done"))
         #expect(try run.ctl("terminate").status == 0)
         #expect(run.live.wait() == 0)
+        #expect(!run.live.stderr.text().contains("-- ctl: charging on"))
     }
 }
 
