@@ -73,6 +73,7 @@ public final class LifelineHost {
             if lifecycle.state == .suspended { resume(reason: reason) } else { relaunchInBackground(reason: reason) }
         }
         parts.system.terminate = { [unowned self] in terminate($0) }
+        parts.waits.isOffline = { [unowned system = parts.system] in !system.networkAvailable }
         parts.transfers.completion = { [unowned self] in parts.system.transferEventsCompletion(plugin: $0) }
         // Weak: the session holds the executor, so a strong capture here would keep both, and
         // every event the recorder kept, alive after the host is gone.

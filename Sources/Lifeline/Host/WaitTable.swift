@@ -23,6 +23,12 @@ final class WaitTable {
         }
     }
 
+    /// Whether the device has no network now: plugins' requests then fail at once.
+    var isOffline: () -> Bool {
+        get { network.isOffline }
+        set { network.isOffline = newValue }
+    }
+
     /// Waits under way: none may be left once the work is done.
     var count: Int { waits.count }
 

@@ -38,6 +38,10 @@ final class NetworkSession {
         }
     }
 
+    /// Whether the device has no network now (a `network off` step): a request then fails at
+    /// once, as one made in airplane mode does.
+    var isOffline: () -> Bool = { false }
+
     init(transport: any HTTPTransport, executor: MainExecutor, record: @escaping Record) {
         self.transport = transport
         self.executor = executor
@@ -93,6 +97,7 @@ final class NetworkSession {
             let denial = NetworkPermissions.denial(plugin: exchange.plugin, host: url.host, port: url.port)
             return finish(id, .failure(HTTPFailure(.notPermitted, denial)))
         }
+        if isOffline() { return finish(id, .failure(HTTPFailure(.connect, "the device has no network"))) }
         exchange.hop += 1
         let hop = exchange.hop
         let session = UncheckedSendable(self)

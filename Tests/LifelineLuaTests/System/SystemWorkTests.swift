@@ -594,3 +594,19 @@ private func transferEventsRun(complete: Bool) throws -> Recorder {
     let recorder = try run(source, "0s launch")
     #expect(logged(recorder).first?.contains("earliestBegin must be a number of seconds, from 0 to 10 years") == true)
 }
+
+@Test func withTheNetworkOff_aPluginsRequestFailsAtOnce_andWorksAgainWhenItIsBack() throws {
+    let source = """
+        local function fetch()
+          lifeline.background("fetch", function()
+            local response, err = lifeline.http.request{url = "http://example.org/x"}
+            print(response and response.status or (err.kind .. ": " .. err.message))
+          end)
+        end
+        lifeline.on("didReceiveMemoryWarning", fetch)
+        """
+    let recorder = try run(
+        source, "0s http GET example.org/x -> 200 ok\n0s launch\n1s network off\n2s memory-warning\n3s network on\n4s memory-warning",
+        manifest: "[permissions]\nnetwork = [\"example.org:*\"]\n")
+    #expect(logged(recorder) == ["connect: the device has no network", "200"])
+}
