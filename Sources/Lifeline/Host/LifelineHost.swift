@@ -119,7 +119,9 @@ public final class LifelineHost {
 
     // MARK: - Steps
 
-    /// Carries out one step of the lifecycle now (a scenario line, or a signal in `run`).
+    /// Carries out one step now (a scenario line, a signal or a `lifeline ctl` in `run`): a step of
+    /// the lifecycle, or something the system does (`Step.isSystemEvent`), which `SystemWork`
+    /// carries out.
     public func perform(_ step: Step) throws(Lifecycle.TransitionError) {
         if step.isSystemEvent {
             // A profile without the API has no such event: the system never sends it.
