@@ -114,3 +114,27 @@ private let shown: Set<String> = [
     }
     #expect(heard.value == ["the completion takes a result: newData, noData, failed"])
 }
+
+@Test func swiftPlugin_completesItsTransferEvents() throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("swift-sys-\(UUID())").path
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var descriptor = swiftPlugin("s") { context in
+        context.on(.didFinishLaunching) { _ in _ = try context.download(url: "http://example.org/a.bin", to: "a.bin") }
+        context.on(.transferDidFinish) { _ in }
+        context.on(.didFinishTransferEvents) { event in
+            let first = try context.completeTransferEvents(event)
+            let second = try context.completeTransferEvents(event)  // once is enough
+            #expect(first && !second)
+        }
+    }
+    descriptor.network = try NetworkPermissions(["example.org:*"])
+    var configuration = HostConfiguration()
+    configuration.database = try StateDatabase.open(stateDirectory: dir)
+    let recorder = try Simulation.run(
+        scenario: try Scenario.parse(
+            "0s http GET example.org/a.bin -> 200 size=1KB rate=1MB/s\n0s launch\n1s background", fileName: "t.scenario"),
+        plugins: [descriptor], configuration: configuration)
+    #expect(recorder.timeline.contains { $0.event == "transferEventsCompleted" })
+    #expect(!recorder.timeline.contains { $0.event == "transferEventsTimedOut" })
+    #expect(lines(recorder, only: shown).last == "1 suspended")
+}
