@@ -23,22 +23,9 @@ enum LuaFiles {
         }
     }
 
-    private static func raise(_ L: OpaquePointer, _ fname: String, _ error: FileError) -> Int32 {
-        lifeline_push_where_message(L, "\(fname): \(error.message)")
-        return LIFELINE_RAISE
-    }
-
     /// The file name at argument 1, a string of UTF-8 text; otherwise pushes why and returns nil.
     private static func nameArgument(_ L: OpaquePointer, _ fname: String) -> String? {
-        guard lua_type(L, 1) == LUA_TSTRING else {
-            lifeline_push_typeerror(L, 1, fname, "string")
-            return nil
-        }
-        guard let name = LuaModule.text(L, 1) else {
-            lifeline_push_argerror(L, 1, fname, "a file name must be UTF-8 text")
-            return nil
-        }
-        return name
+        LuaModule.textArgument(L, 1, fname, invalid: "a file name must be UTF-8 text")
     }
 
     /// The name and the plugin's files for a call that takes only a name.
@@ -61,7 +48,7 @@ enum LuaFiles {
             try files.write(name, bytes: UnsafeRawBufferPointer(start: data, count: length))
             return 0
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -94,7 +81,7 @@ enum LuaFiles {
             // The file grew between the two reads, past what fits.
             return LIFELINE_NOMEM
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -107,7 +94,7 @@ enum LuaFiles {
             lua_pushboolean(L, try files.remove(name) ? 1 : 0)
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -120,7 +107,7 @@ enum LuaFiles {
             if let size = try files.size(name) { lua_pushinteger(L, lua_Integer(size)) } else { lua_pushnil(L) }
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -140,7 +127,7 @@ enum LuaFiles {
             }
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 }

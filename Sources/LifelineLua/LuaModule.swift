@@ -86,6 +86,27 @@ enum LuaModule {
         return context
     }
 
+    /// Pushes "`fname`: `message`", where the Lua code called, for the trampoline to raise: the
+    /// form of every refusal a module function reports (a store over its quota, a refused name).
+    static func raise(_ L: OpaquePointer, _ fname: String, _ message: String) -> Int32 {
+        lifeline_push_where_message(L, "\(fname): \(message)")
+        return LIFELINE_RAISE
+    }
+
+    /// The argument at `idx`, a Lua string of valid UTF-8; otherwise pushes the argument error
+    /// (`invalid` when it is a string that is not UTF-8) and returns nil.
+    static func textArgument(_ L: OpaquePointer, _ idx: Int32, _ fname: String, invalid: String) -> String? {
+        guard lua_type(L, idx) == LUA_TSTRING else {
+            lifeline_push_typeerror(L, idx, fname, "string")
+            return nil
+        }
+        guard let text = text(L, idx) else {
+            lifeline_push_argerror(L, idx, fname, invalid)
+            return nil
+        }
+        return text
+    }
+
     static func typeError(_ L: OpaquePointer, _ arg: Int32, _ fname: String, _ expected: String) -> Int32 {
         lifeline_push_typeerror(L, arg, fname, expected)
         return LIFELINE_RAISE

@@ -23,22 +23,9 @@ enum LuaStore {
         }
     }
 
-    private static func raise(_ L: OpaquePointer, _ fname: String, _ error: StoreError) -> Int32 {
-        lifeline_push_where_message(L, "\(fname): \(error.message)")
-        return LIFELINE_RAISE
-    }
-
     /// The key at argument 1: a string of valid UTF-8. Otherwise pushes why and returns nil.
     private static func keyArgument(_ L: OpaquePointer, _ fname: String) -> String? {
-        guard lua_type(L, 1) == LUA_TSTRING else {
-            lifeline_push_typeerror(L, 1, fname, "string")
-            return nil
-        }
-        guard let key = LuaModule.text(L, 1) else {
-            lifeline_push_argerror(L, 1, fname, "a key must be valid UTF-8")
-            return nil
-        }
-        return key
+        LuaModule.textArgument(L, 1, fname, invalid: "a key must be valid UTF-8")
     }
 
     /// What a Lua string's header, a table and a table slot take in a state, about (64-bit Lua 5.4:
@@ -69,9 +56,9 @@ enum LuaStore {
             }
             // Pushed with the cap lifted, so it must fit before the first byte is pushed.
             guard LuaPlugin.from(L).fits(footprint(value)) else { return LIFELINE_NOMEM }
-            return push(L, value) ? 1 : raise(L, fname, StoreError("the value of '\(key)' nests too deep"))
+            return push(L, value) ? 1 : LuaModule.raise(L, fname, "the value of '\(key)' nests too deep")
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -93,7 +80,7 @@ enum LuaStore {
             try store.set(key, value)
             return 0
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -107,7 +94,7 @@ enum LuaStore {
             lua_pushboolean(L, try store.delete(key) ? 1 : 0)
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -135,7 +122,7 @@ enum LuaStore {
             }
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -149,7 +136,7 @@ enum LuaStore {
             LuaPlugin.from(L).openTransaction = store
             return 0
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -163,7 +150,7 @@ enum LuaStore {
             try store.commit()
             return 0
         } catch {
-            return raise(L, "lifeline.store.transaction", error)
+            return LuaModule.raise(L, "lifeline.store.transaction", error.message)
         }
     }
 

@@ -12,13 +12,6 @@ enum LuaSystem {
         ("tasks.register", register), ("tasks.submit", submit), ("tasks.cancel", cancel), ("tasks.pending", pending),
     ]
 
-    private static func raise(_ L: OpaquePointer, _ fname: String, _ error: SystemTaskError) -> Int32 {
-        let message = error.message.hasPrefix("\(fname.split(separator: ".").last ?? ""):")
-            ? "lifeline.tasks.\(error.message)" : "\(fname): \(error.message)"
-        lifeline_push_where_message(L, message)
-        return LIFELINE_RAISE
-    }
-
     /// The task tables a Lua handler was given, by task id, until each task is over.
     private final class TaskTables {
         var refs: [Int: Int32] = [:]
@@ -63,7 +56,7 @@ enum LuaSystem {
         do throws(SystemTaskError) {
             try context.registerTask(identifier, handler: handler)
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
         return 0
     }
@@ -113,7 +106,7 @@ enum LuaSystem {
                     identifier: identifier, kind: kind, earliestBegin: earliest ?? 0, requiresNetwork: flags[0],
                     requiresPower: flags[1]))
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
         return 0
     }
@@ -129,7 +122,7 @@ enum LuaSystem {
             lua_pushboolean(L, try context.cancelTask(LuaModule.string(L, 1)) ? 1 : 0)
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -142,7 +135,7 @@ enum LuaSystem {
         do throws(SystemTaskError) {
             list = try context.pendingTasks()
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
         let size = list.reduce(LuaStore.tableBytes) { total, p in
             total + LuaStore.tableBytes + 5 * (LuaStore.slotBytes + LuaStore.stringBytes) + p.request.identifier.utf8.count

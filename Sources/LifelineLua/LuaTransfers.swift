@@ -59,11 +59,6 @@ enum LuaTransfers {
         LuaPlugin.from(L).chargeEvents(6, text: 4 * fields.values.reduce(0) { $0 + $1.utf8.count })
     }
 
-    private static func raise(_ L: OpaquePointer, _ fname: String, _ error: TransferError) -> Int32 {
-        lifeline_push_where_message(L, "\(fname): \(error.message)")
-        return LIFELINE_RAISE
-    }
-
     /// lifeline.transfers.download{url=, to=, sha256=?, id=?} -> id
     static let download: lifeline_bridged = { L in
         guard let L else { return 0 }
@@ -77,7 +72,7 @@ enum LuaTransfers {
             LuaModule.push(L, id)
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -94,7 +89,7 @@ enum LuaTransfers {
             LuaModule.push(L, id)
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 
@@ -107,7 +102,7 @@ enum LuaTransfers {
         do throws(TransferError) {
             records = try context.transfers()
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
         let size = records.reduce(LuaStore.tableBytes) { total, r in
             total + LuaStore.tableBytes + 8 * (LuaStore.slotBytes + LuaStore.stringBytes) + r.url.utf8.count
@@ -151,7 +146,7 @@ enum LuaTransfers {
             lua_pushboolean(L, try context.cancelTransfer(id) ? 1 : 0)
             return 1
         } catch {
-            return raise(L, fname, error)
+            return LuaModule.raise(L, fname, error.message)
         }
     }
 }

@@ -2,14 +2,14 @@
 /// fetch, silent pushes and transfer events. Lua plugins reach it as `lifeline.tasks` and
 /// `event.complete`; Swift plugins call it here.
 extension PluginContext {
-    private func running(_ fname: String) throws(SystemTaskError) {
-        guard isCurrent else { throw SystemTaskError("\(fname): the app is not running") }
+    private func running() throws(SystemTaskError) {
+        guard isCurrent else { throw SystemTaskError("the app is not running") }
     }
 
     /// Registers the handler for `identifier` (the bridge's form: each call reports its own
     /// outcome). Only while the app launches, once, for an identifier plugin.toml permits.
     package func registerTask(_ identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
-        try running("register")
+        try running()
         try parts.system.register(self, identifier: identifier, handler: handler)
     }
 
@@ -36,20 +36,20 @@ extension PluginContext {
 
     /// Schedules `request`; one pending under the same identifier is replaced, as on iOS.
     public func submitTask(_ request: SystemTaskRequest) throws(SystemTaskError) {
-        try running("submit")
+        try running()
         try parts.system.submit(self, request)
     }
 
     /// Cancels the pending request for `identifier`; false if there is none.
     @discardableResult
     public func cancelTask(_ identifier: String) throws(SystemTaskError) -> Bool {
-        try running("cancel")
+        try running()
         return try parts.system.cancel(self, identifier: identifier)
     }
 
     /// This plugin's pending requests, in the order they were submitted.
     public func pendingTasks() throws(SystemTaskError) -> [PendingSystemTask] {
-        try running("pending")
+        try running()
         return try parts.system.pending(self)
     }
 
@@ -76,7 +76,7 @@ extension PluginContext {
 
     /// The bridge's form: completion `id` with what it is called with.
     package func complete(_ id: Int, with value: CompletionValue) throws(SystemTaskError) -> Bool {
-        try running("complete")
+        try running()
         return try parts.system.complete(self, id: id, with: value)
     }
 }

@@ -224,56 +224,11 @@ struct RunLanes {
                 "pushCompleted", "runTasks", "charging", "network", "systemTaskSubmitted", "systemTaskCancelled",
                 "systemTaskDropped", "transferEventsCompleted", "transferEventsTimedOut":
                 markers.append(e)
-            case "systemTaskStarted":
-                let key = "system\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
-                open[key] = spans.count
-                let label = "\(e.text("identifier") ?? "task") (\(e.text("kind") ?? "?"))"
-                spans.append(
-                    Span(
-                        kind: .system, plugin: plugin, lane: "", label: label, from: e.t, to: e.t, ended: false,
-                        outcome: "open", failed: false, events: [e]))
-            case "systemTaskExpiring", "systemTaskCompleted":
-                let key = "system\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
-                guard let i = open[key] else {
-                    others.append(e)
-                    continue
-                }
-                spans[i].events.append(e)
-                if e.name == "systemTaskExpiring" {
-                    spans[i].marks.append(e)
-                } else {
-                    let success = e["success"] == .bool(true)
-                    spans[i].to = max(e.t, spans[i].from)
-                    spans[i].ended = true
-                    spans[i].outcome = success ? "completed" : "unsuccessful"
-                    spans[i].failed = !success
-                    open[key] = nil
-                }
             case "log": logs.append(e)
-            case "taskBegan":
-                let key = "task\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
-                open[key] = spans.count
-                spans.append(
-                    Span(
-                        kind: .task, plugin: plugin, lane: "", label: taskLabel(e), from: e.t, to: e.t,
-                        ended: false, outcome: "open", failed: false, events: [e]))
-            case "taskExpiring", "taskEnded":
-                let key = "task\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
-                guard let i = open[key] else {
-                    others.append(e)
-                    continue
-                }
-                spans[i].events.append(e)
-                if e.name == "taskExpiring" {
-                    spans[i].marks.append(e)
-                } else {
-                    let expired = e["expired"] == .bool(true)
-                    spans[i].to = max(e.t, spans[i].from)
-                    spans[i].ended = true
-                    spans[i].outcome = expired ? "expired" : "ended"
-                    spans[i].failed = expired
-                    open[key] = nil
-                }
+            case "taskBegan", "taskExpiring", "taskEnded":
+                readTask(e, kind: .task, plugin: plugin, open: &open)
+            case "systemTaskStarted", "systemTaskExpiring", "systemTaskCompleted":
+                readTask(e, kind: .system, plugin: plugin, open: &open)
             case "httpRequest":
                 let key = "http\u{0}\(plugin)\u{0}\(e.text("method") ?? "")\u{0}\(e.text("url") ?? "")"
                 inFlight[key, default: []].append(spans.count)
@@ -360,6 +315,33 @@ struct RunLanes {
             Span(
                 kind: kind, plugin: plugin, lane: lane, label: label, from: e.t, to: e.t, ended: true,
                 outcome: e.text("status") ?? (e["error"] != nil ? "error" : "ended"), failed: failed, events: [e]))
+    }
+
+    /// A background task's span, or a task the system ran: it begins, is marked when it expires,
+    /// and ends, expired or unsuccessful in red.
+    private mutating func readTask(_ e: Event, kind: SpanKind, plugin: String, open: inout [String: Int]) {
+        let key = "\(kind.rawValue)\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
+        if e.name == "taskBegan" || e.name == "systemTaskStarted" {
+            open[key] = spans.count
+            let label = kind == .task ? taskLabel(e) : "\(e.text("identifier") ?? "task") (\(e.text("kind") ?? "?"))"
+            spans.append(
+                Span(
+                    kind: kind, plugin: plugin, lane: "", label: label, from: e.t, to: e.t, ended: false,
+                    outcome: "open", failed: false, events: [e]))
+            return
+        }
+        guard let i = open[key] else { return others.append(e) }
+        spans[i].events.append(e)
+        if e.name.hasSuffix("Expiring") { return spans[i].marks.append(e) }
+        let (outcome, failed) =
+            kind == .task
+            ? (e["expired"] == .bool(true) ? ("expired", true) : ("ended", false))
+            : (e["success"] == .bool(true) ? ("completed", false) : ("unsuccessful", true))
+        spans[i].to = max(e.t, spans[i].from)
+        spans[i].ended = true
+        spans[i].outcome = outcome
+        spans[i].failed = failed
+        open[key] = nil
     }
 
     private mutating func readTransfer(_ e: Event, plugin: String, open: inout [String: Int]) {

@@ -28,17 +28,9 @@ final class SystemWork {
     /// launches it again.
     private var userQuit = false
 
-    private struct Request {
-        var plugin: String
-        var request: SystemTaskRequest
-        var earliest: HostTime
-        /// When it was submitted: it runs one clock tick later at the soonest.
-        var submitted: HostTime
-        /// A `run-tasks` step picked it: it runs once its conditions hold, whatever the policy.
-        var forced = false
-    }
-    /// Pending requests, in the order they were submitted (a replaced one keeps its place).
-    private var requests: [Request] = []
+    private typealias Request = TaskRequests.Request
+    /// Pending requests, and the rules of when each may run.
+    private var requests = TaskRequests()
     /// The one host job that evaluates the requests when the next one falls due.
     private var wakeJob: (id: MainExecutor.JobID, time: HostTime)?
     private var evaluationQueued = false
@@ -86,7 +78,7 @@ final class SystemWork {
         do {
             for saved in try ledger.all() {
                 let earliest = HostTime.seconds(max(0, saved.earliest - epochAtStart))
-                requests.append(Request(plugin: saved.plugin, request: saved.request, earliest: earliest, submitted: .zero))
+                requests.restore(Request(plugin: saved.plugin, request: saved.request, earliest: earliest, submitted: .zero))
             }
         } catch {
             session.logger.error("cannot read the pending task requests: \(error.message)")
@@ -128,11 +120,7 @@ final class SystemWork {
         case .fetch: deliver(.performFetch, payload: nil)
         case .push(let payload): deliver(.didReceiveRemoteNotification, payload: payload)
         case .runTasks(let filter):
-            var picked = 0
-            for i in requests.indices where filter.matches(kind: requests[i].request.kind, identifier: requests[i].request.identifier) {
-                requests[i].forced = true
-                picked += 1
-            }
+            let picked = requests.force(filter)
             session.record("runTasks", ("filter", .string(filter.description)), ("picked", .int(Int64(picked))))
             queueEvaluation()
         case .charging(let on):
@@ -299,10 +287,10 @@ final class SystemWork {
 
     // MARK: - Scheduled tasks
 
-    private func checkAvailable(_ fname: String) throws(SystemTaskError) {
+    private func checkAvailable() throws(SystemTaskError) {
         guard session.profile.hasTaskScheduler else {
             throw SystemTaskError(
-                "\(fname): BGTaskScheduler came with iOS 13, and profile \(session.profile.name) lacks it")
+                "BGTaskScheduler came with iOS 13, and profile \(session.profile.name) lacks it")
         }
     }
 
@@ -317,15 +305,15 @@ final class SystemWork {
     /// Registers the handler for `identifier`: only while the app launches (the plugin loading, or
     /// didFinishLaunching's handlers), once per identifier, and for a permitted identifier.
     func register(_ context: PluginContext, identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
-        try checkAvailable("register")
+        try checkAvailable()
         guard !session.launchEnded else {
             throw SystemTaskError(
-                "register: '\(identifier)' is registered after the app finished launching; register handlers while "
+                "'\(identifier)' is registered after the app finished launching; register handlers while "
                     + "the plugin loads")
         }
         try checkPermitted(context, identifier)
         guard handlers[context.pluginName]?[identifier] == nil else {
-            throw SystemTaskError("register: a handler for '\(identifier)' is registered already")
+            throw SystemTaskError("a handler for '\(identifier)' is registered already")
         }
         handlers[context.pluginName, default: [:]][identifier] = (context.index, handler)
         // Requests that came due while no handler could run may run now that one can.
@@ -335,50 +323,32 @@ final class SystemWork {
     /// Schedules `request` for `context`'s plugin. One with the same identifier is replaced, as on
     /// iOS; otherwise the plugin may have one refresh and ten processing requests pending.
     func submit(_ context: PluginContext, _ request: SystemTaskRequest) throws(SystemTaskError) {
-        try checkAvailable("submit")
+        try checkAvailable()
         try checkPermitted(context, request.identifier)
-        guard request.earliestBegin.isFinite, request.earliestBegin >= 0,
-            request.earliestBegin <= SystemTaskRequest.maximumEarliestBegin
-        else {
-            throw SystemTaskError("submit: earliestBegin must be a number of seconds, from 0 to 10 years")
-        }
         let plugin = context.pluginName
-        let existing = requests.firstIndex { $0.plugin == plugin && $0.request.identifier == request.identifier }
-        if existing == nil || requests[existing!].request.kind != request.kind {
-            let same = requests.filter { $0.plugin == plugin && $0.request.kind == request.kind }.count
-            guard same < SystemTaskRequest.pendingLimit(request.kind) else {
-                throw SystemTaskError(
-                    "submit: too many pending \(request.kind.rawValue) requests: a plugin may have "
-                        + "\(SystemTaskRequest.pendingLimit(request.kind)) pending at once")
-            }
-        }
-        let entry = Request(
-            plugin: plugin, request: request, earliest: session.now.adding(seconds: request.earliestBegin),
-            submitted: session.now)
-        if let existing { requests[existing] = entry } else { requests.append(entry) }
+        let (entry, replaced) = try requests.submit(request, plugin: plugin, now: session.now)
         persist(entry)
         session.record(
             "systemTaskSubmitted", ("plugin", .string(plugin)), ("identifier", .string(request.identifier)),
             ("kind", .string(request.kind.rawValue)), ("earliestBegin", .number(ReportNumber.seconds(entry.earliest))),
             ("requiresNetwork", .bool(request.requiresNetwork)), ("requiresPower", .bool(request.requiresPower)),
-            ("replaced", .bool(existing != nil)))
+            ("replaced", .bool(replaced)))
         queueEvaluation()
     }
 
     /// Cancels the plugin's pending request for `identifier`; false if there is none.
     func cancel(_ context: PluginContext, identifier: String) throws(SystemTaskError) -> Bool {
-        try checkAvailable("cancel")
-        guard let i = requests.firstIndex(where: { $0.plugin == context.pluginName && $0.request.identifier == identifier })
-        else { return false }
-        forget(requests.remove(at: i))
+        try checkAvailable()
+        guard let cancelled = requests.cancel(plugin: context.pluginName, identifier: identifier) else { return false }
+        forget(cancelled)
         session.record("systemTaskCancelled", ("plugin", .string(context.pluginName)), ("identifier", .string(identifier)))
         return true
     }
 
     /// The plugin's pending requests, in the order they were submitted.
     func pending(_ context: PluginContext) throws(SystemTaskError) -> [PendingSystemTask] {
-        try checkAvailable("pending")
-        return requests.filter { $0.plugin == context.pluginName }.map {
+        try checkAvailable()
+        return requests.all.filter { $0.plugin == context.pluginName }.map {
             PendingSystemTask(request: $0.request, earliestBegin: $0.earliest.seconds)
         }
     }
@@ -393,56 +363,16 @@ final class SystemWork {
         }
     }
 
-    /// When a request may run at the soonest under the policy, or nil when only `run-tasks` can
-    /// start it. Never at the instant it was submitted: a handler that submits its own identifier
-    /// again with no delay still moves virtual time on, as a zero-delay timer does, so `--until`
-    /// ends the loop.
-    ///
-    /// `now` is the evaluation's one reading of the clock: on the real clock a second reading is
-    /// later, and a request due "now" would then never be due.
-    private func due(_ r: Request, now: HostTime) -> HostTime? {
-        let soonest = r.submitted.adding(seconds: TimerTable.resolution)
-        if r.forced { return max(now, soonest) }
-        switch policy {
-        case .earliest: return max(r.earliest, soonest)
-        case .delayed(let seconds): return max(r.earliest.adding(seconds: seconds), soonest)
-        case .manual: return nil
-        }
-    }
-
-    /// Starts every request that is due, whose conditions hold, while the app is not in the
-    /// foreground; then sets the wake-up for the next one due.
+    /// Starts the first request that is due, whose conditions hold, while the app is not in the
+    /// foreground (another evaluation follows for the rest); then sets the wake-up for the next
+    /// one due.
     private func evaluate() {
         guard !session.isStopped else { return }
-        let now = session.now
         let foreground = session.appRunning && (session.visibleState == .active || session.visibleState == .inactive)
-        // One request is started per evaluation, the first that may run; another evaluation follows
-        // for the rest. Its handler may cancel or replace the others, and each is picked only as
-        // the requests stand after it.
-        var ready: Request?
-        var more = false
-        var next: HostTime?
-        var kept: [Request] = []
-        for r in requests {
-            guard let due = due(r, now: now) else {
-                kept.append(r)
-                continue
-            }
-            if due > now {
-                next = next.map { min($0, due) } ?? due
-                kept.append(r)
-            } else if foreground || userQuit || (r.request.requiresNetwork && !networkAvailable)
-                || (r.request.requiresPower && !charging)
-            {
-                kept.append(r)
-            } else if ready == nil {
-                ready = r
-            } else {
-                more = true
-                kept.append(r)
-            }
-        }
-        requests = kept
+        let (ready, more, next) = requests.takeReady(
+            now: session.now, policy: policy,
+            conditions: TaskRequests.Conditions(
+                foreground: foreground, userQuit: userQuit, networkAvailable: networkAvailable, charging: charging))
         if let job = wakeJob, job.time != next {
             session.executor.cancel(job.id)
             wakeJob = nil

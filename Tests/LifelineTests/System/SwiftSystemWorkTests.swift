@@ -82,7 +82,7 @@ private let shown: Set<String> = [
             heard.append("\(error)")
         }
     }
-    #expect(heard.value.last == "register: BGTaskScheduler came with iOS 13, and profile ios7 lacks it")
+    #expect(heard.value.last == "BGTaskScheduler came with iOS 13, and profile ios7 lacks it")
 }
 
 @Test func swiftPlugin_fetchAndPush_completions() throws {

@@ -1,0 +1,116 @@
+/// The pending task requests as a pure value, as `TaskRegistry` is for background tasks: the
+/// limits, the replacement of a request under the same identifier, and which request may run
+/// when. It takes the time and the device's conditions, and calls nothing out; `SystemWork` does
+/// what it decides.
+struct TaskRequests {
+    struct Request: Equatable {
+        var plugin: String
+        var request: SystemTaskRequest
+        var earliest: HostTime
+        /// When it was submitted: it runs one clock tick later at the soonest.
+        var submitted: HostTime
+        /// A `run-tasks` step picked it: it runs once its conditions hold, whatever the policy.
+        var forced = false
+    }
+
+    /// What may stop a due request from starting now.
+    struct Conditions {
+        var foreground: Bool
+        var userQuit: Bool
+        var networkAvailable: Bool
+        var charging: Bool
+
+        func allow(_ r: Request) -> Bool {
+            !foreground && !userQuit && (!r.request.requiresNetwork || networkAvailable)
+                && (!r.request.requiresPower || charging)
+        }
+    }
+
+    /// In the order they were submitted (a replaced one keeps its place).
+    private(set) var all: [Request] = []
+
+    var isEmpty: Bool { all.isEmpty }
+
+    /// Adds a request kept from an earlier host, in its order.
+    mutating func restore(_ r: Request) { all.append(r) }
+
+    /// Adds `request` for `plugin` at `now`, replacing one under the same identifier; otherwise the
+    /// plugin may have `SystemTaskRequest.pendingLimit` of its kind pending. Returns the entry and
+    /// whether it replaced one.
+    mutating func submit(
+        _ request: SystemTaskRequest, plugin: String, now: HostTime
+    ) throws(SystemTaskError) -> (entry: Request, replaced: Bool) {
+        guard request.earliestBegin.isFinite, request.earliestBegin >= 0,
+            request.earliestBegin <= SystemTaskRequest.maximumEarliestBegin
+        else {
+            throw SystemTaskError("earliestBegin must be a number of seconds, from 0 to 10 years")
+        }
+        let existing = all.firstIndex { $0.plugin == plugin && $0.request.identifier == request.identifier }
+        if existing.map({ all[$0].request.kind != request.kind }) ?? true {
+            let limit = SystemTaskRequest.pendingLimit(request.kind)
+            guard all.count(where: { $0.plugin == plugin && $0.request.kind == request.kind }) < limit else {
+                throw SystemTaskError(
+                    "too many pending \(request.kind.rawValue) requests: a plugin may have \(limit) pending at once")
+            }
+        }
+        let entry = Request(
+            plugin: plugin, request: request, earliest: now.adding(seconds: request.earliestBegin), submitted: now)
+        if let existing { all[existing] = entry } else { all.append(entry) }
+        return (entry, existing != nil)
+    }
+
+    /// Removes the plugin's request for `identifier`, if one is pending.
+    mutating func cancel(plugin: String, identifier: String) -> Request? {
+        guard let i = all.firstIndex(where: { $0.plugin == plugin && $0.request.identifier == identifier }) else {
+            return nil
+        }
+        return all.remove(at: i)
+    }
+
+    /// Makes the requests `filter` picks due now, whatever the policy; returns how many.
+    mutating func force(_ filter: TaskFilter) -> Int {
+        var picked = 0
+        for i in all.indices where filter.matches(kind: all[i].request.kind, identifier: all[i].request.identifier) {
+            all[i].forced = true
+            picked += 1
+        }
+        return picked
+    }
+
+    /// When a request may run at the soonest under `policy`, or nil when only `run-tasks` can
+    /// start it. Never at the instant it was submitted: a handler that submits its own identifier
+    /// again with no delay still moves virtual time on, as a zero-delay timer does, so `--until`
+    /// ends the loop.
+    static func due(_ r: Request, now: HostTime, policy: TaskPolicy) -> HostTime? {
+        let soonest = r.submitted.adding(seconds: TimerTable.resolution)
+        if r.forced { return max(now, soonest) }
+        switch policy {
+        case .earliest: return max(r.earliest, soonest)
+        case .delayed(let seconds): return max(r.earliest.adding(seconds: seconds), soonest)
+        case .manual: return nil
+        }
+    }
+
+    /// Takes out the first request that may start at `now`, and says whether another may too and
+    /// when the next one falls due. One at a time: the handler of the one taken may cancel or
+    /// replace the others, and each is picked only as the requests stand after it.
+    ///
+    /// `now` is one reading of the clock: on the real clock a second reading is later, and a
+    /// request due "now" would then never be due.
+    mutating func takeReady(
+        now: HostTime, policy: TaskPolicy, conditions: Conditions
+    ) -> (ready: Request?, more: Bool, next: HostTime?) {
+        var ready: Int?
+        var more = false
+        var next: HostTime?
+        for (i, r) in all.enumerated() {
+            guard let due = Self.due(r, now: now, policy: policy) else { continue }
+            if due > now {
+                next = next.map { min($0, due) } ?? due
+            } else if conditions.allow(r) {
+                if ready == nil { ready = i } else { more = true }
+            }
+        }
+        return (ready.map { all.remove(at: $0) }, more, next)
+    }
+}
