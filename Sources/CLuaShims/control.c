@@ -25,6 +25,14 @@ static void *lifeline_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         c->used -= old;
         return NULL;
     }
+    // A new string (Lua passes the type as osize when ptr is NULL) may take the block files.c
+    // filled for it; its size was checked against the cap before the block was filled.
+    if (ptr == NULL && osize == LUA_TSTRING && c->handoff != NULL && nsize == c->handoff_size) {
+        void *p = c->handoff;
+        c->handoff = NULL;
+        c->used += nsize;
+        return p;
+    }
     if (nsize > old && c->in_bridge == 0) {
         if (c->stopping) return NULL;  // the watchdog's stop, raised as a memory error (see the hook)
         if (c->used - old + nsize > c->limit) {
@@ -38,6 +46,11 @@ static void *lifeline_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     void *p = realloc(ptr, nsize);
     if (p == NULL) return NULL;
     c->used = c->used - old + nsize;
+    if (ptr == NULL && osize == LUA_TSTRING && c->probing) {
+        c->probing = 0;
+        c->probed = p;
+        c->probed_size = nsize;
+    }
     return p;
 }
 

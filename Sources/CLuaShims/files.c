@@ -161,3 +161,98 @@ int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *
     if (status == LUA_OK) *why = LIFELINE_FILE_OK;
     return status;
 }
+
+// ---------------------------------------------------------------- lifeline.files.read
+//
+// Lua's API copies every string it is given: lua_pushlstring allocates the string, then copies
+// the bytes in. A file read into a buffer and then pushed would be held twice, and a 30 MB read
+// would grow the host by 60 MB under a 32 MiB cap. So the file is read into a block laid out as
+// the string will be (the bytes at the offset where Lua keeps a string's bytes), and the
+// allocator hands that very block to lua_pushlstring's allocation: its copy is then of each byte
+// onto itself, and the file is held once.
+
+/// Where a long string's bytes lie in its block: learnt once, from a string pushed while the
+/// allocator records its block. -1: not learnt yet; -2: it could not be (files are then read into
+/// a buffer and copied, held twice for a moment).
+static _Atomic long lifeline_string_offset = -1;
+
+/// Strings this long or shorter are short strings, interned (LUAI_MAXSHORTLEN is 40): Lua may
+/// find one already made, so they are copied, as anything this small may be.
+#define LIFELINE_SHORT_STRING 40
+
+static long lifeline_learn_string_offset(lua_State *L) {
+    long known = atomic_load(&lifeline_string_offset);
+    if (known != -1) return known;
+    LifelineControl *c = lifeline_control_of(L);
+    char probe[LIFELINE_SHORT_STRING + 24];
+    memset(probe, 'p', sizeof probe);
+    c->probed = NULL;
+    c->probing = 1;
+    lua_pushlstring(L, probe, sizeof probe);  // stack: ..., probe
+    c->probing = 0;
+    const char *bytes = lua_tostring(L, -1);
+    long offset = -2;
+    if (c->probed != NULL && bytes > (const char *)c->probed) {
+        long at = (long)(bytes - (const char *)c->probed);
+        // The block holds the header, the bytes and a terminating NUL, and nothing else.
+        if (at < 256 && c->probed_size == (size_t)at + sizeof probe + 1) offset = at;
+    }
+    lua_pop(L, 1);  // stack: ...
+    atomic_store(&lifeline_string_offset, offset);
+    return offset;
+}
+
+/// read(2) until `count` bytes or the end of the file; the bytes read, or -1 with errno.
+static ssize_t lifeline_read_full(int fd, char *into, size_t count) {
+    size_t done = 0;
+    while (done < count) {
+        ssize_t n = read(fd, into + done, count - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (n == 0) break;
+        done += (size_t)n;
+    }
+    return (ssize_t)done;
+}
+
+int lifeline_push_file(lua_State *L, int fd, size_t size, size_t *seen) {
+    *seen = 0;
+    long learnt = size > LIFELINE_SHORT_STRING ? lifeline_learn_string_offset(L) : -2;
+    size_t offset = learnt > 0 ? (size_t)learnt : 0;
+    if (size > (size_t)-1 - offset - 2) return LIFELINE_FILE_READ_NOMEM;
+    char *block = malloc(offset + size + 1);
+    if (block == NULL) return LIFELINE_FILE_READ_NOMEM;
+    ssize_t n = lifeline_read_full(fd, block + offset, size);
+    // One byte more means the file grew since its size was taken: the caller sizes it again.
+    char more;
+    ssize_t extra = n < 0 ? -1 : lifeline_read_full(fd, &more, 1);
+    if (n < 0 || extra != 0) {
+        int e = errno;
+        free(block);
+        errno = e;
+        if (extra > 0) {
+            *seen = size + 1;
+            return LIFELINE_FILE_READ_GREW;
+        }
+        return LIFELINE_FILE_READ_FAILED;
+    }
+    size_t length = (size_t)n;
+    *seen = length;
+    if (length < size) {
+        // The file shrank meanwhile: the block is made to fit, as the allocator will be asked.
+        char *smaller = realloc(block, offset + length + 1);
+        if (smaller != NULL) block = smaller;
+    }
+    LifelineControl *c = lifeline_control_of(L);
+    int armed = learnt > 0 && length > LIFELINE_SHORT_STRING;
+    if (armed) {
+        c->handoff = block;
+        c->handoff_size = offset + length + 1;
+    }
+    lua_pushlstring(L, block + offset, length);  // stack: ..., data
+    int taken = armed && c->handoff == NULL;
+    c->handoff = NULL;
+    // Taken, the block is the string's now; otherwise Lua copied the bytes.
+    if (!taken) free(block);
+    return LIFELINE_FILE_READ_OK;
+}

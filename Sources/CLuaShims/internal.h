@@ -28,6 +28,15 @@ struct LifelineControl {
     char *traceback;                    // where the stop first hit; malloc'd, freed on clear
     int strings_ref;                    // registry ref of the event strings made so far; 0: none yet
     const LifelineReg *functions;       // the module's list, for the classes made on first use
+    // A block the allocator gives, instead of a new one, to the next new string of exactly
+    // `handoff_size` bytes: a file read straight into the memory of the string it becomes (files.c).
+    void *handoff;
+    size_t handoff_size;
+    // While set, the allocator records the block of the next new string (files.c learns where a
+    // string's bytes lie in its block).
+    int probing;
+    void *probed;
+    size_t probed_size;
 };
 
 /// The control block of any thread (coroutine) of a plugin's state: every thread copies the main

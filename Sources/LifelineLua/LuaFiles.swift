@@ -53,33 +53,35 @@ enum LuaFiles {
     }
 
     /// lifeline.files.read(name) -> data | nil, message
+    ///
+    /// The file is read straight into the Lua string it becomes (`lifeline_push_file`), so it is
+    /// held once: the rule is the cap plus about 1 MiB, and a file held twice would pass it.
     static let read: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.files.read"
         guard let (name, files) = arguments(L, fname) else { return LIFELINE_RAISE }
         let plugin = LuaPlugin.from(L)
-        // Pushed with the cap lifted, so it must fit before it is pushed; and the host reads no
-        // more than could fit, whatever the file's size. Room may be made by a collection
-        // (`fits`), so a file too large for the room left is tried once more at its own size.
-        var limit = max(0, plugin.memoryRoom - LuaStore.stringBytes)
         do throws(FileError) {
-            for _ in 0..<2 {
-                switch try files.read(name, limit: limit) {
-                case .missing:
-                    lua_pushnil(L)
-                    LuaModule.push(L, "'\(name)' does not exist in the plugin's files folder")
-                    return 2
-                case .tooLarge(let size):
-                    guard plugin.fits(LuaStore.stringBytes + Int(clamping: size)) else { return LIFELINE_NOMEM }
-                    limit = Int(clamping: size)
-                case .bytes(let bytes):
-                    guard plugin.fits(LuaStore.stringBytes + bytes.count) else { return LIFELINE_NOMEM }
-                    _ = bytes.withUnsafeBytes { lua_pushlstring(L, $0.baseAddress, $0.count) }
-                    return 1
+            guard let file = try files.openForReading(name) else {
+                lua_pushnil(L)
+                LuaModule.push(L, "'\(name)' does not exist in the plugin's files folder")
+                return 2
+            }
+            // A file that grows while it is read is sized again, once.
+            for attempt in 0..<2 {
+                // Pushed with the cap lifted, so it must fit before a byte is read.
+                guard plugin.fits(LuaStore.stringBytes + Int(clamping: file.size)) else { return LIFELINE_NOMEM }
+                var seen = 0
+                switch Int(lifeline_push_file(L, file.fd, Int(clamping: file.size), &seen)) {
+                case Int(LIFELINE_FILE_READ_OK): return 1
+                case Int(LIFELINE_FILE_READ_GREW) where attempt == 0:
+                    guard file.rewind() else { throw file.readError() }
+                case Int(LIFELINE_FILE_READ_FAILED): throw file.readError()
+                default: return LIFELINE_NOMEM
                 }
             }
-            // The file grew between the two reads, past what fits.
-            return LIFELINE_NOMEM
+            // The file grew again: what it holds cannot be read whole.
+            return LuaModule.raise(L, fname, "'\(name)' kept growing while it was read")
         } catch {
             return LuaModule.raise(L, fname, error.message)
         }

@@ -117,6 +117,19 @@ int lifeline_open_sandbox(lua_State *L, const char *plugin_dir);
 /// FIFO, a device), else open's own (ELOOP for a link loop).
 int lifeline_open_inside(const char *root, const char *path);
 
+/// How lifeline_push_file ended.
+enum {
+    LIFELINE_FILE_READ_OK = 0,      // the bytes are pushed as one string
+    LIFELINE_FILE_READ_FAILED = 1,  // read(2) failed: errno says why; nothing pushed
+    LIFELINE_FILE_READ_GREW = 2,    // the file holds more than `size` bytes by now; nothing pushed
+    LIFELINE_FILE_READ_NOMEM = 3,   // no memory for the bytes; nothing pushed
+};
+/// Reads the plain file open as `fd`, `size` bytes long when it was sized, from where it is to its
+/// end, and pushes its bytes as one Lua string. The bytes are read straight into the memory of
+/// the string (the state's allocator takes the block they were read into), so the file is held
+/// once, never twice. Call it only inside a bridged call, after checking that `size` bytes fit
+/// under the cap. `seen` is set to the bytes found.
+int lifeline_push_file(lua_State *L, int fd, size_t size, size_t *seen);
 /// A lifecycle event as the host hands it to a Lua handler.
 typedef struct LifelineEvent {
     const char *name;

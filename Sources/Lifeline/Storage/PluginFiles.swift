@@ -82,6 +82,13 @@ public final class PluginFiles {
         return try folder.read(leaf, limit: limit)
     }
 
+    /// `name` open to read, with its size; nil when no file has that name.
+    package func openForReading(_ name: String) throws(FileError) -> OpenFile? {
+        let path = try TransferPath.resolve(name, in: root)
+        guard let (folder, leaf) = try TransferFolder.existing(path.name, in: root) else { return nil }
+        return try folder.openForReading(leaf)
+    }
+
     /// The size of `name` in bytes, or nil when no plain file has that name.
     public func size(_ name: String) throws(FileError) -> Int64? {
         let path = try TransferPath.resolve(name, in: root)

@@ -140,30 +140,39 @@ final class TransferFolder {
     /// The content of the plain file `leaf`, when it holds at most `limit` bytes: a caller that
     /// must bound what it holds is never made to hold more, even by a file that grows meanwhile.
     func read(_ leaf: String, limit: Int) throws(TransferError) -> BoundedRead {
-        // Non-blocking: a FIFO put there from outside must not hang the host at the open.
-        let file = open(leaf, O_RDONLY | O_NONBLOCK)
-        guard file >= 0 else {
-            if errno == ENOENT { return .missing }
-            throw TransferError("cannot open '\(relative(leaf))': \(errnoText())")
-        }
-        defer { close(file) }
-        var st = stat()
-        guard fstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            throw TransferError("'\(relative(leaf))' is not a plain file")
-        }
-        guard st.st_size <= limit else { return .tooLarge(Int64(st.st_size)) }
+        guard let file = try openForReading(leaf) else { return .missing }
+        guard file.size <= limit else { return .tooLarge(file.size) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(st.st_size))
+        bytes.reserveCapacity(Int(file.size))
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(file.fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw TransferError("cannot read '\(relative(leaf))': \(errnoText())") }
+            guard n >= 0 else { throw file.readError() }
             if n == 0 { break }
             guard bytes.count + n <= limit else { return .tooLarge(Int64(bytes.count + n)) }
             bytes.append(contentsOf: chunk[0..<n])
         }
         return .bytes(bytes)
+    }
+
+    /// Opens the plain file `leaf` to read, and sizes it; nil when there is none of that name.
+    /// For a caller that reads the descriptor itself (`lifeline.files.read` reads it straight into
+    /// a Lua string).
+    func openForReading(_ leaf: String) throws(TransferError) -> OpenFile? {
+        // Non-blocking: a FIFO put there from outside must not hang the host at the open.
+        let file = open(leaf, O_RDONLY | O_NONBLOCK)
+        guard file >= 0 else {
+            if errno == ENOENT { return nil }
+            throw TransferError("cannot open '\(relative(leaf))': \(errnoText())")
+        }
+        let opened = OpenFile(fd: file, name: relative(leaf))
+        var st = stat()
+        guard fstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            throw TransferError("'\(relative(leaf))' is not a plain file")
+        }
+        opened.size = Int64(st.st_size)
+        return opened
     }
 
     /// Writes `bytes` as the whole content of `leaf`.
@@ -295,6 +304,34 @@ final class TransferFolder {
         else { return nil }
         return String(cString: real)
     }
+}
+
+/// A plain file open to read; closed when this is freed.
+package final class OpenFile {
+    /// The descriptor, open read-only.
+    package let fd: Int32
+    /// Its name relative to the plugin's files folder, for messages.
+    package let name: String
+    /// Its size when it was opened (it may change while it is read).
+    package internal(set) var size: Int64 = 0
+
+    init(fd: Int32, name: String) {
+        self.fd = fd
+        self.name = name
+    }
+
+    deinit { close(fd) }
+
+    /// Goes back to its start and sizes it again (a file that grew while it was read).
+    package func rewind() -> Bool {
+        var st = stat()
+        guard lseek(fd, 0, SEEK_SET) == 0, fstat(fd, &st) == 0 else { return false }
+        size = Int64(st.st_size)
+        return true
+    }
+
+    /// Why reading it failed, from errno.
+    package func readError() -> TransferError { TransferError("cannot read '\(name)': \(errnoText())") }
 }
 
 /// What a read bounded by a limit found.
