@@ -135,25 +135,34 @@ void lifeline_push_typeerror(lua_State *L, int arg, const char *fname, const cha
     lua_remove(L, -2);                                                            // stack: ..., full
 }
 
-// The text of the error value at index 1, as lua.c's message handler finds it: the value itself
-// when it is a string or a number, else what its __tostring returns (left on top of the stack,
-// and *meta set), else "(error object is a T value)".
-static const char *lifeline_error_text(lua_State *L, int *meta) {
-    const char *msg = lua_tostring(L, 1);
-    *meta = 0;
-    if (msg != NULL) return msg;
-    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
-        *meta = 1;
-        return lua_tostring(L, -1);
+// Pushes the text of the error value at index 1, as lua.c's message handler finds it: the value
+// itself when it is a string or a number, else what its __tostring returns, else "(error object
+// is a T value)". Returns whether it came from __tostring.
+static int lifeline_push_error_text(lua_State *L) {
+    int type = lua_type(L, 1);
+    if (type == LUA_TSTRING || type == LUA_TNUMBER) {
+        lua_pushvalue(L, 1);
+        lua_tolstring(L, -1, NULL);  // a number becomes its text, on the copy only
+        return 0;
     }
-    return lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+    lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    return 0;
+}
+
+// Pushes the error text with a traceback of `co` from `level` on: "text\nstack traceback:...";
+// a text from __tostring gets none when `plain_meta` (as lua.c's handler does).
+// luaL_traceback takes its message as a C string and would cut it at its first NUL, so the text
+// is joined to the traceback as a Lua string: error("a\0b") is reported as "a\0b", whole.
+static void lifeline_push_traceback(lua_State *L, lua_State *co, int level, int plain_meta) {
+    if (lifeline_push_error_text(L) && plain_meta) return;
+    lua_pushliteral(L, "\n");                 // stack: ..., text, "\n"
+    luaL_traceback(L, co, NULL, level);       // stack: ..., text, "\n", traceback
+    lua_concat(L, 3);                         // stack: ..., message
 }
 
 static int lifeline_msgh(lua_State *L) {
-    int meta;
-    const char *msg = lifeline_error_text(L, &meta);
-    if (meta) return 1;  // as lua.c: what __tostring gave, without a traceback
-    luaL_traceback(L, L, msg, 1);
+    lifeline_push_traceback(L, L, 1, 1);
     return 1;
 }
 
@@ -240,9 +249,7 @@ int lifeline_close_thread(lua_State *L, lua_State *co) {
 // Runs protected, with the memory cap on: the error value's __tostring is plugin code.
 static int lifeline_traceback_thunk(lua_State *L) {
     lua_State *co = (lua_State *)lua_touserdata(L, 2);  // stack: err, co
-    int meta;
-    const char *msg = lifeline_error_text(L, &meta);
-    luaL_traceback(L, co, msg, 0);
+    lifeline_push_traceback(L, co, 0, 0);
     return 1;
 }
 

@@ -306,10 +306,19 @@ public final class LuaPlugin: PluginInstance {
     static let maximumMessageBytes = 4096
 
     /// At most `maximumMessageBytes` of a message's bytes, with "…" when it was longer. NUL bytes
-    /// stay; bytes that are not UTF-8 show as U+FFFD (messages and log lines are text).
+    /// stay; bytes that are not UTF-8 show as U+FFFD (messages and log lines are text). The cut
+    /// falls between characters, never inside one: valid text stays valid, with no U+FFFD.
     static func boundedText(_ p: UnsafePointer<CChar>, _ length: Int) -> String {
-        let kept = min(length, maximumMessageBytes)
-        return String(decoding: UnsafeRawBufferPointer(start: p, count: kept), as: UTF8.self)
+        let bytes = UnsafeRawBufferPointer(start: p, count: length)
+        var kept = min(length, maximumMessageBytes)
+        // A byte 10xxxxxx continues a character: the cut moves back to where that character starts
+        // (a character is at most 4 bytes, so at most 3 steps).
+        var steps = 0
+        while kept < length, kept > 0, steps < 3, bytes[kept] & 0xC0 == 0x80 {
+            kept -= 1
+            steps += 1
+        }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[0..<kept]), as: UTF8.self)
             + (length > kept ? "…" : "")
     }
 
