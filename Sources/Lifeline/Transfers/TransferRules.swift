@@ -21,6 +21,10 @@ public struct TransferPath: Equatable, Sendable {
     /// name whose real location is outside `root` is refused.
     /// The most parts (folders and the file) a name may have.
     public static let maximumParts = 32
+    /// The longest name, in bytes, as for the host's other names; and the longest part (NAME_MAX).
+    /// Both are checked before anything is made, so a name the system would refuse half-way
+    /// (past PATH_MAX) leaves no folders behind.
+    public static let maximumLength = 1024, maximumPartLength = 255
 
     public static func resolve(_ name: String, in root: String) throws(TransferError) -> TransferPath {
         guard !name.isEmpty else { throw TransferError("a file name must not be empty") }
@@ -28,11 +32,25 @@ public struct TransferPath: Equatable, Sendable {
             throw TransferError("'\(name)' is an absolute path; give a name relative to the plugin's files folder")
         }
         guard !name.utf8.contains(0) else { throw TransferError("a file name must not contain NUL") }
+        guard name.utf8.count <= maximumLength else {
+            throw TransferError(
+                "'\(name.prefix(64))…' is too long (\(name.utf8.count) bytes); a file name may be at most "
+                    + "\(maximumLength) bytes")
+        }
         let parts = name.split(separator: "/", omittingEmptySubsequences: true)
         guard !parts.contains(where: { $0 == ".." }) else {
             throw TransferError("'\(name)' leaves the plugin's files folder ('..' is not allowed)")
         }
         guard !parts.isEmpty, parts.last != "." else { throw TransferError("'\(name)' does not name a file") }
+        // "dir/" names a folder: a write must not quietly make a file 'dir' of it.
+        guard !name.hasSuffix("/") else {
+            throw TransferError("'\(name)' does not name a file: it ends with '/', as a folder's name does")
+        }
+        if let long = parts.first(where: { $0.utf8.count > maximumPartLength }) {
+            throw TransferError(
+                "'\(long.prefix(64))…' in '\(name.prefix(64))…' is too long (\(long.utf8.count) bytes); each part of a "
+                    + "file name may be at most \(maximumPartLength) bytes")
+        }
         // Every folder a name can make is one the quota's walk reaches (`TransferFolder`).
         guard parts.count <= maximumParts else {
             throw TransferError("'\(name.prefix(64))…' has more than \(maximumParts) parts; a file name may have at most \(maximumParts)")
@@ -43,6 +61,12 @@ public struct TransferPath: Equatable, Sendable {
         }
         let clean = parts.filter { $0 != "." }.joined(separator: "/")
         let path = (root as NSString).appendingPathComponent(clean)
+        // The files folder's own path counts too: past PATH_MAX the system refuses the path.
+        guard path.utf8.count < Int(PATH_MAX) else {
+            throw TransferError(
+                "'\(name.prefix(64))…' is too long for the plugin's files folder: with the folder's own path it "
+                    + "passes the system's limit of \(PATH_MAX) bytes")
+        }
         // The files folder is the host's own; a link in its place (to another plugin's, say) was
         // not made by the host.
         if (try? FileManager.default.attributesOfItem(atPath: root))?[.type] as? FileAttributeType == .typeSymbolicLink {
