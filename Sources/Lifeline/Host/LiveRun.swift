@@ -86,6 +86,10 @@ public final class LiveRun: @unchecked Sendable {
     public func run() throws(LifelineError) -> Recorder {
         let setup = setup
         let recorder = recorder
+        // A state dir serves one run at a time: claimed before its database is opened (a second
+        // run is refused before it could race the first one's migrations), held to the end.
+        let claim = try StateDatabase.claimForRun(stateDirectory: setup.stateDirectory!)
+        defer { claim.release() }
         var configuration = try setup.hostConfiguration(
             loadFailurePolicy: .skip,
             onUnpreemptibleOverrun: { [onUnstoppableLoad, listener] overrun in

@@ -40,13 +40,20 @@ public final class PluginStore {
     /// Whether a transaction is open.
     public var isInTransaction: Bool { pending != nil }
 
-    /// The value stored under `key`, or nil.
+    /// The value stored under `key`, or nil. A row the host cannot read whole (its value is not
+    /// JSON text) reads as no value, with a warning naming it; `set` replaces it.
     public func get(_ key: String) throws(StoreError) -> JSONValue? {
-        guard let text = try storedText(key) else { return nil }
-        do {
-            return try JSONValue.parse(text)
-        } catch {
-            throw StoreError("the stored value of '\(key)' is not valid JSON: \(error.message)")
+        if let pending, let change = pending[Array(key.utf8)] {
+            // The transaction's own text, made by `set` from a value it checked.
+            guard let text = change.text else { return nil }
+            return try? JSONValue.parse(text)
+        }
+        let plugin = self.plugin
+        return try database.read { [database] db in
+            try database.readRows(
+                db, table: "store", sql: "SELECT plugin, key, value FROM store WHERE plugin = ? AND key = CAST(? AS TEXT)",
+                arguments: [plugin, PluginStore.bound(key)], name: PluginStore.rowName, PluginStore.value
+            ).first
         }
     }
 
@@ -66,11 +73,13 @@ public final class PluginStore {
 
     /// The keys that start with `prefix`, in byte order.
     public func keys(prefix: String = "") throws(StoreError) -> [String] {
-        var keys = try database.read { db in
-            try Data.fetchAll(
-                db, sql: "SELECT CAST(key AS BLOB) FROM store WHERE plugin = ? AND key >= CAST(? AS TEXT) ORDER BY key",
-                arguments: [plugin, PluginStore.bound(prefix)]
-            ).map { String(decoding: $0, as: UTF8.self) }
+        let plugin = self.plugin
+        // A key that is not text of valid UTF-8 is skipped, with a warning: no call could name it.
+        var keys = try database.read { [database] db in
+            try database.readRows(
+                db, table: "store", sql: "SELECT plugin, key FROM store WHERE plugin = ? AND key >= CAST(? AS TEXT) ORDER BY key",
+                arguments: [plugin, PluginStore.bound(prefix)], name: PluginStore.rowName
+            ) { row throws(RowDamage) in try row.text("key", allowingNUL: true) }
         }
         // Byte order, which is SQLite's BINARY order, puts every key with the prefix in one run.
         if let end = keys.firstIndex(where: { !$0.utf8.starts(with: prefix.utf8) }) { keys.removeSubrange(end...) }
@@ -144,23 +153,53 @@ public final class PluginStore {
         return total
     }
 
-    private func storedText(_ key: String) throws(StoreError) -> String? {
-        if let pending, let change = pending[Array(key.utf8)] { return change.text }
+    /// The bytes of the value stored under `key` as the quota counts them, or nil when there is
+    /// none. Counted by SQLite, so a damaged row (which `get` skips) is still counted, as
+    /// `usage` counts it.
+    private func storedSize(_ key: String) throws(StoreError) -> Int? {
+        if let pending, let change = pending[Array(key.utf8)] { return change.text?.utf8.count }
         let plugin = self.plugin
         return try database.read { db in
-            try String.fetchOne(
-                db, sql: "SELECT value FROM store WHERE plugin = ? AND key = CAST(? AS TEXT)",
+            try Int.fetchOne(
+                db, sql: "SELECT COALESCE(length(CAST(value AS BLOB)), 0) FROM store WHERE plugin = ? AND key = CAST(? AS TEXT)",
                 arguments: [plugin, PluginStore.bound(key)])
+        }
+    }
+
+    /// A store row's name in a warning.
+    private static func rowName(_ row: StoredRow) -> String {
+        "(plugin \(row.shown("plugin")), key \(row.shown("key")))"
+    }
+
+    /// A store row's value: JSON text.
+    static func value(_ row: StoredRow) throws(RowDamage) -> JSONValue {
+        let text = try row.text("value")
+        do {
+            return try JSONValue.parse(text)
+        } catch {
+            throw RowDamage(column: "value", why: "is not JSON: \(error.message)")
+        }
+    }
+
+    /// Every row of the store table, each plugin's: how many the host can read whole. The others
+    /// are skipped with a warning. (`StateDatabase.readAll`.)
+    static func readableRows(_ database: StateDatabase) throws(StoreError) -> Int {
+        try database.read { db in
+            try database.readRows(db, table: "store", sql: "SELECT plugin, key, value FROM store ORDER BY plugin, key", name: rowName) {
+                row throws(RowDamage) in
+                _ = try row.text("plugin")
+                _ = try row.text("key", allowingNUL: true)
+                _ = try value(row)
+            }.count
         }
     }
 
     /// Sets (text) or deletes (nil) one key, within the quota. Returns whether the key existed.
     @discardableResult
     private func put(_ key: String, _ text: String?) throws(StoreError) -> Bool {
-        let old = try storedText(key)
+        let oldSize = try storedSize(key)
         let before = try pending == nil ? usage() : pendingUsage
-        let size = { (t: String?) in t.map { key.utf8.count + $0.utf8.count } ?? 0 }
-        let after = before - size(old) + size(text)
+        let after = before - (oldSize.map { key.utf8.count + $0 } ?? 0) + (text.map { key.utf8.count + $0.utf8.count } ?? 0)
         if text != nil, after > quota, after > before {
             throw StoreError(
                 "plugin '\(plugin)' would keep \(PluginManifest.formatBytes(after)) in its store, over its quota of "
@@ -169,12 +208,12 @@ public final class PluginStore {
         if pending != nil {
             pending![Array(key.utf8)] = (key, text)
             pendingUsage = after
-            return old != nil
+            return oldSize != nil
         }
         let plugin = self.plugin
         try database.write { db in try PluginStore.write(db, plugin, key, text) }
         committedUsage = after
-        return old != nil
+        return oldSize != nil
     }
 
     /// Writes one key's new text, or deletes it (nil).

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 /// The host's durable state: one SQLite file, `lifeline.sqlite`, in the state dir, in WAL mode.
 /// It holds each plugin's store and outlives every launch of the app, and the host.
@@ -15,6 +16,10 @@ public final class StateDatabase: Sendable {
     /// The connection, once made: at once for a state dir that is given, on first use for a
     /// temporary one (most simulations never touch a store).
     private let connection = Locked<DatabaseQueue?>(nil)
+    /// The warnings given about skipped rows, and where they go.
+    private let damage = Locked<
+        (messages: Set<String>, ordered: [String], handler: (@Sendable (String) -> Void)?)
+    >(([], [], nil))
 
     /// The file's name inside a state dir.
     public static let fileName = "lifeline.sqlite"
@@ -28,8 +33,21 @@ public final class StateDatabase: Sendable {
     private init(lazyAt path: String) { self.path = path }
 
     /// The connection, made (and the file created or migrated) on the first call.
+    ///
+    /// Opening and migrating happen under the state dir's `lifeline.lock` (`StateDirectoryLock`),
+    /// so processes that start together never migrate at once. A database this host cannot use is
+    /// refused (exit 65): not SQLite, migrations it does not know (a newer Lifeline's, or
+    /// garbage), a table of another shape than it expects.
     private func connect() throws(LifelineError) -> DatabaseQueue {
         if let queue = connection.withLock({ $0 }) { return queue }
+        let lockPath = (directory as NSString).appendingPathComponent(StateDirectoryLock.openingFileName)
+        guard case .taken(let lock) = try StateDirectoryLock.take(lockPath, waiting: StateDirectoryLock.openingWait)
+        else {
+            throw .badInput(
+                "cannot open the state database '\(path)': another process has held '\(lockPath)' for "
+                    + "\(Int(StateDirectoryLock.openingWait)) s while opening it")
+        }
+        defer { lock.release() }
         var config = Configuration()
         config.journalMode = .wal
         // Another process (`lifeline transfers`) may read while the host writes.
@@ -37,13 +55,114 @@ public final class StateDatabase: Sendable {
         config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         do {
             let queue = try DatabaseQueue(path: path, configuration: config)
+            try queue.read { db in try StateDatabase.checkMigrations(db) }
             try StateDatabase.migrator.migrate(queue)
+            try queue.read { db in try StateDatabase.checkShape(db) }
             connection.withLock { $0 = queue }
             return queue
+        } catch let error as Unusable {
+            throw .badInput("cannot use the state database '\(path)': \(error.why)")
         } catch {
             throw .badInput("cannot open the state database '\(path)': \(error)")
         }
     }
+
+    /// Why the database cannot be used, though SQLite reads it.
+    private struct Unusable: Error { let why: String }
+
+    /// The migrations recorded must all be ones this host knows, as text: a name it does not know
+    /// is a newer Lifeline's (its tables may differ), or damage.
+    private static func checkMigrations(_ db: Database) throws {
+        guard try db.tableExists("grdb_migrations") else { return }
+        let columns = try columnNames(db, "grdb_migrations")
+        guard columns == ["identifier"] else {
+            throw Unusable(why: "its table grdb_migrations has the columns \(columns), not [\"identifier\"]")
+        }
+        let known = Set(migrator.migrations)
+        let cursor = try Row.fetchCursor(db, sql: "SELECT identifier FROM grdb_migrations")
+        while let row = try cursor.next() {
+            let stored = StoredRow(row: row)
+            let name: String
+            do throws(RowDamage) {
+                name = try stored.text("identifier")
+            } catch {
+                throw Unusable(why: "its table grdb_migrations has a row whose \(error.message)")
+            }
+            guard known.contains(name) else {
+                throw Unusable(
+                    why: "it records the migration \(stored.shown("identifier")), which this Lifeline does not know "
+                        + "(a newer Lifeline made it, or it is damaged)")
+            }
+        }
+    }
+
+    /// The columns each table has once migrated: a table of another shape was changed by hand,
+    /// and the host's reads and writes would fail on it, or read other columns.
+    static let tableColumns: [(table: String, columns: [String])] = [
+        ("store", ["plugin", "key", "value"]),
+        (
+            "transfers",
+            ["id", "plugin", "kind", "method", "url", "file", "sha256", "state", "received", "total", "attempts", "reason", "tag"]
+        ),
+        ("transfer_events", ["seq", "plugin", "transfer", "name", "reason"]),
+        ("system_tasks", ["plugin", "identifier", "kind", "earliest", "requires_network", "requires_power", "seq"]),
+    ]
+
+    private static func checkShape(_ db: Database) throws {
+        for (table, expected) in tableColumns {
+            let columns = try columnNames(db, table)
+            guard !columns.isEmpty else { throw Unusable(why: "it has no table \(table)") }
+            guard Set(columns) == Set(expected), columns.count == expected.count else {
+                throw Unusable(why: "its table \(table) has the columns \(columns), not \(expected)")
+            }
+        }
+    }
+
+    /// A table's column names, in order; none when there is no such table.
+    private static func columnNames(_ db: Database, _ table: String) throws -> [String] {
+        var names: [String] = []
+        let cursor = try Row.fetchCursor(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [table])
+        while let row = try cursor.next() {
+            do throws(RowDamage) {
+                names.append(try StoredRow(row: row).text("name"))
+            } catch {
+                throw Unusable(why: "a column of its table \(table) has a name that \(error.why)")
+            }
+        }
+        return names
+    }
+
+    // MARK: - Damaged rows
+
+    /// Says that a row was skipped: once per database and message, so a row read again and again
+    /// (each delivery of transfer events) warns once. The warnings go to `onWarning`'s handler,
+    /// else to the log (stderr), as the host's other warnings do.
+    func warnDamaged(_ message: String) {
+        let text = "state database '\(path)': \(message)"
+        let isNew = damage.withLock { seen in
+            guard !seen.messages.contains(text), seen.messages.count < StateDatabase.maximumWarnings else { return false }
+            seen.messages.insert(text)
+            seen.ordered.append(text)
+            return true
+        }
+        guard isNew else { return }
+        if let handler = damage.withLock({ $0.handler }) {
+            handler(text)
+        } else {
+            Logger(label: "lifeline").warning("\(text)")
+        }
+    }
+
+    /// The most warnings one database gives; after that, damaged rows are skipped silently.
+    static let maximumWarnings = 1000
+
+    /// Sends the warnings about skipped rows to `handler` instead of the log.
+    public func onWarning(_ handler: @escaping @Sendable (String) -> Void) {
+        damage.withLock { $0.handler = handler }
+    }
+
+    /// The warnings about skipped rows given so far, in order.
+    public var warnings: [String] { damage.withLock { $0.ordered } }
 
     /// Whether the database may hold anything: false for a temporary one never used yet.
     public var mayHoldData: Bool {
@@ -76,6 +195,22 @@ public final class StateDatabase: Sendable {
             throw .badInput("cannot create the state dir '\(stateDirectory)': \(error.localizedDescription)")
         }
         return try StateDatabase(path: (stateDirectory as NSString).appendingPathComponent(fileName))
+    }
+
+    /// Claims a state dir for a live run, creating the folder: the returned lock is held until
+    /// `release()` (or the process ends). A state dir another run holds is refused at once with
+    /// the message of a control socket that answers (exit 65), before the database is touched.
+    public static func claimForRun(stateDirectory: String) throws(LifelineError) -> StateDirectoryClaim {
+        do {
+            try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        } catch {
+            throw .badInput("cannot create the state dir '\(stateDirectory)': \(error.localizedDescription)")
+        }
+        let path = (stateDirectory as NSString).appendingPathComponent(StateDirectoryLock.runFileName)
+        switch try StateDirectoryLock.take(path, waiting: 0) {
+        case .taken(let lock): return StateDirectoryClaim(lock: lock)
+        case .held: throw ControlSocket.busy(ControlSocket.path(stateDirectory: stateDirectory))
+        }
     }
 
     private static var migrator: DatabaseMigrator {

@@ -43,18 +43,28 @@ final class SystemTaskLedger {
         }
     }
 
+    /// The range of `earliest` read back, in seconds since 1970: 0 to 10^11 (the year 5138). The
+    /// host saves its start time plus a `HostTime`, which stays far below; a value outside (text,
+    /// an infinity, 1e300) is damage, and the row is skipped rather than turned into a time that
+    /// overflows.
+    static let earliestRange: ClosedRange<Double> = 0...1e11
+
     /// Every pending request, in the order they were submitted. A row a newer Lifeline wrote with
-    /// a kind this one does not know is left out.
+    /// a kind this one does not know, or a row the host cannot read whole, is skipped with a
+    /// warning naming it (`StoredRow`).
     func all() throws(StoreError) -> [Saved] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM system_tasks ORDER BY seq").compactMap { row in
-                guard let kind = SystemTaskKind(rawValue: row["kind"]) else { return nil }
-                return Saved(
-                    plugin: row["plugin"],
+        try database.read { [database] db in
+            try database.readRows(
+                db, table: "system_tasks", sql: "SELECT * FROM system_tasks ORDER BY seq",
+                name: { "(plugin \($0.shown("plugin")), identifier \($0.shown("identifier")))" }
+            ) { row throws(RowDamage) in
+                Saved(
+                    plugin: try row.text("plugin"),
                     request: SystemTaskRequest(
-                        identifier: row["identifier"], kind: kind, earliestBegin: 0,
-                        requiresNetwork: row["requires_network"], requiresPower: row["requires_power"]),
-                    earliest: row["earliest"])
+                        identifier: try row.text("identifier"), kind: try row.name("kind", as: SystemTaskKind.self),
+                        earliestBegin: 0, requiresNetwork: try row.bool("requires_network"),
+                        requiresPower: try row.bool("requires_power")),
+                    earliest: try row.real("earliest", in: SystemTaskLedger.earliestRange))
             }
         }
     }

@@ -100,45 +100,53 @@ public final class TransferLedger {
         }
     }
 
-    /// The transfers of `plugin` (every plugin's when nil), oldest first.
+    /// The transfers of `plugin` (every plugin's when nil), oldest first. A row the host cannot
+    /// read whole is skipped, with a warning (`StoredRow`).
     public func transfers(plugin: String? = nil) throws(StoreError) -> [TransferRecord] {
-        try database.read { db in
-            let rows =
-                if let plugin {
-                    try Row.fetchAll(db, sql: "SELECT * FROM transfers WHERE plugin = ? ORDER BY id", arguments: [plugin])
-                } else {
-                    try Row.fetchAll(db, sql: "SELECT * FROM transfers ORDER BY id")
-                }
-            return rows.map(TransferLedger.record)
+        try database.read { [database] db in
+            if let plugin {
+                try database.readRows(
+                    db, table: "transfers", sql: "SELECT * FROM transfers WHERE plugin = ? ORDER BY id",
+                    arguments: [plugin], name: TransferLedger.rowName, TransferLedger.record)
+            } else {
+                try database.readRows(
+                    db, table: "transfers", sql: "SELECT * FROM transfers ORDER BY id", name: TransferLedger.rowName,
+                    TransferLedger.record)
+            }
         }
     }
 
     /// The transfers that are not over, oldest first: what a host resumes when it starts.
     public func unfinished() throws(StoreError) -> [TransferRecord] {
-        try database.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM transfers WHERE state IN ('queued', 'running') ORDER BY id")
-                .map(TransferLedger.record)
+        try database.read { [database] db in
+            try database.readRows(
+                db, table: "transfers", sql: "SELECT * FROM transfers WHERE state IN ('queued', 'running') ORDER BY id",
+                name: TransferLedger.rowName, TransferLedger.record)
         }
     }
 
-    /// The events waiting for `plugin`, in the order they happened.
-    public func pendingEvents(plugin: String) throws(StoreError) -> [TransferEventRecord] {
-        try database.read { db in
-            try Row.fetchAll(
-                db,
+    /// The events waiting for `plugin` (every plugin's when nil), in the order they happened.
+    public func pendingEvents(plugin: String?) throws(StoreError) -> [TransferEventRecord] {
+        let filter = plugin == nil ? "" : "WHERE e.plugin = ?"
+        return try database.read { [database] db in
+            try database.readRows(
+                db, table: "transfer_events",
                 sql: """
                     SELECT e.*, COALESCE(t.tag, CAST(e.transfer AS TEXT)) AS transfer_id
                     FROM transfer_events e LEFT JOIN transfers t ON t.id = e.transfer
-                    WHERE e.plugin = ? ORDER BY e.seq
-                    """, arguments: [plugin]
-            ).map(TransferLedger.event)
+                    \(filter) ORDER BY e.seq
+                    """, arguments: plugin.map { [$0] } ?? [], name: { "seq \($0.shown("seq"))" }, TransferLedger.event)
         }
     }
 
-    /// The plugins that have events waiting, by name.
+    /// The plugins that have events waiting, by name. A name that is not text the host could have
+    /// written is skipped, with a warning: no plugin has it.
     public func pluginsWithPendingEvents() throws(StoreError) -> [String] {
-        try database.read { db in
-            try String.fetchAll(db, sql: "SELECT DISTINCT plugin FROM transfer_events ORDER BY plugin")
+        try database.read { [database] db in
+            try database.readRows(
+                db, table: "transfer_events",
+                sql: "SELECT plugin, MIN(seq) AS seq FROM transfer_events GROUP BY plugin ORDER BY plugin",
+                name: { "seq \($0.shown("seq"))" }, { row throws(RowDamage) in try row.text("plugin") })
         }
     }
 
@@ -152,18 +160,34 @@ public final class TransferLedger {
         try database.write { db in try db.execute(sql: "DELETE FROM transfer_events WHERE seq = ?", arguments: [seq]) }
     }
 
-    private static func record(_ row: Row) -> TransferRecord {
+    /// The most bytes a transfer's `received` and `total` may say: 2^53, which a `Double` holds
+    /// exactly, so no figure read back overflows or traps when the host computes with it.
+    public static let maximumBytes: Int64 = 1 << 53
+    /// The most attempts a row may count.
+    public static let maximumAttempts: Int64 = 1_000_000
+
+    private static func rowName(_ row: StoredRow) -> String { "id \(row.shown("id"))" }
+
+    private static func record(_ row: StoredRow) throws(RowDamage) -> TransferRecord {
         TransferRecord(
-            id: row["id"], plugin: row["plugin"], kind: TransferRecord.Kind(rawValue: row["kind"]) ?? .download,
-            method: row["method"], url: row["url"], file: row["file"], sha256: row["sha256"],
-            state: TransferRecord.State(rawValue: row["state"]) ?? .failed, received: row["received"],
-            total: row["total"], attempts: row["attempts"],
-            reason: row["reason"], tag: row["tag"])
+            id: try row.integer("id", in: 1...Int64.max), plugin: try row.text("plugin"),
+            kind: try row.name("kind", as: TransferRecord.Kind.self), method: try row.text("method"),
+            url: try row.text("url"), file: try row.text("file"), sha256: try row.optionalText("sha256"),
+            state: try row.name("state", as: TransferRecord.State.self),
+            received: try row.integer("received", in: 0...maximumBytes),
+            total: try row.optionalInteger("total", in: 0...maximumBytes),
+            attempts: Int(try row.integer("attempts", in: 0...maximumAttempts)),
+            reason: try row.optionalText("reason"), tag: try row.optionalText("tag"))
     }
 
-    private static func event(_ row: Row) -> TransferEventRecord {
-        TransferEventRecord(
-            seq: row["seq"], plugin: row["plugin"], transfer: row["transfer"], name: row["name"], reason: row["reason"],
-            transferID: row["transfer_id"])
+    private static func event(_ row: StoredRow) throws(RowDamage) -> TransferEventRecord {
+        let name = try row.text("name")
+        guard name == "transferDidFinish" || name == "transferDidFail" else {
+            throw RowDamage(column: "name", why: "is \(row.shown("name")), an event this Lifeline does not know")
+        }
+        return TransferEventRecord(
+            seq: try row.integer("seq", in: 1...Int64.max), plugin: try row.text("plugin"),
+            transfer: try row.integer("transfer", in: 1...Int64.max), name: name,
+            reason: try row.optionalText("reason"), transferID: try row.text("transfer_id"))
     }
 }
