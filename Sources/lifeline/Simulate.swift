@@ -138,22 +138,38 @@ private struct Outputs: Sendable {
 }
 
 /// The bytes of a scenario file; `-` reads standard input, and a pipe (`<(…)`) works too. A file
-/// that cannot be read is a scenario error (65) that says why.
+/// that cannot be read is a scenario error (65) that says why. At most `Scenario.maximumBytes` are
+/// read: a larger file is refused from its size when it has one, and anything else (standard
+/// input, a pipe, a FIFO, /dev/zero) once one byte more than the limit has come, so no input
+/// holds the host for longer than reading the limit takes.
 func readScenario(_ path: String) throws(LifelineError) -> Data {
-    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
-    let fd = open(path, O_RDONLY)
+    let name = path == "-" ? "standard input" : "'\(path)'"
+    let fd = path == "-" ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else {
-        throw .badInput("cannot read scenario file '\(path)': \(String(cString: strerror(errno)))")
+        throw .badInput("cannot read scenario file \(name): \(String(cString: strerror(errno)))")
     }
+    defer { if fd != STDIN_FILENO { close(fd) } }
+    let limit = Scenario.maximumBytes
+    let tooLarge = LifelineError.badInput(
+        "cannot read scenario file \(name): it is larger than \(PluginManifest.formatBytes(limit)), the most a "
+            + "scenario may hold")
     var info = stat()
-    if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-        close(fd)
-        throw .badInput("cannot read scenario file '\(path)': it is a folder")
+    if fstat(fd, &info) == 0 {
+        if (info.st_mode & S_IFMT) == S_IFDIR { throw .badInput("cannot read scenario file \(name): it is a folder") }
+        if (info.st_mode & S_IFMT) == S_IFREG, info.st_size > limit { throw tooLarge }
     }
-    let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-    do {
-        return try handle.readToEnd() ?? Data()
-    } catch {
-        throw .badInput("cannot read scenario file '\(path)': \(error.localizedDescription)")
+    // One byte past the limit is enough to know the input is too large.
+    var bytes = [UInt8](repeating: 0, count: limit + 1)
+    var count = 0
+    while count < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+        if n == 0 { break }
+        if n < 0 {
+            if errno == EINTR { continue }
+            throw .badInput("cannot read scenario file \(name): \(String(cString: strerror(errno)))")
+        }
+        count += n
     }
+    guard count <= limit else { throw tooLarge }
+    return Data(bytes[..<count])
 }

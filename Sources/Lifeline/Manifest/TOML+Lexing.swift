@@ -10,6 +10,8 @@ extension TOMLParser {
         "\"": "\"", "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "b": "\u{08}", "f": "\u{0C}",
     ]
 
+    static let radixes: [String: Int] = ["0x": 16, "0o": 8, "0b": 2]
+
     static let keywords: [String: TOMLValue] = [
         "true": .bool(true), "false": .bool(false), "inf": .float(.infinity), "+inf": .float(.infinity),
         "-inf": .float(-.infinity), "nan": .float(.nan), "+nan": .float(.nan), "-nan": .float(.nan),
@@ -121,7 +123,9 @@ extension TOMLParser {
                 var run = 0
                 while peek == quote { run += 1; i += 1 }
                 if run > 5 { throw fail("too many quotes (\(run)) at the end of a multi-line string") }
-                out.append(contentsOf: repeatElement(quote, count: run >= 3 ? run - 3 : run))
+                // One by one: `String.UnicodeScalarView.append(contentsOf:)` takes time that grows with
+                // the view's length, which made a string of many quote pairs take minutes.
+                for _ in 0..<(run >= 3 ? run - 3 : run) { out.append(quote) }
                 if run >= 3 { return String(out) }
             } else if consumeNewline() {
                 out.append("\n")
@@ -154,14 +158,17 @@ extension TOMLParser {
     mutating func parseBareValue() throws(LifelineError) -> TOMLValue {
         let start = i
         while let c = peek, Self.isBare(c) || c == "+" || c == "." || c == ":" { i += 1 }
+        if i == start { throw fail("expected a value, found \(describe(peek))") }
+        if let small = Self.smallInteger(s[start..<i]) { return .integer(small) }
         let token = string(s[start..<i])
-        if token.isEmpty { throw fail("expected a value, found \(describe(peek))") }
-        let scalars = Array(token.unicodeScalars)
+        let scalars = Array(s[start..<i])
         let isDigit = { (c: Unicode.Scalar) in "0"..."9" ~= c }
         // The whole unquoted run, for messages: `http://x` rather than the `http:` read so far.
-        var end = i
-        while end < s.count, !" \t\r\n#,]}".unicodeScalars.contains(s[end]) { end += 1 }
-        let written = string(s[start..<end])
+        var written: String {
+            var end = i
+            while end < s.count, !" \t\r\n#,]}".unicodeScalars.contains(s[end]) { end += 1 }
+            return string(s[start..<end])
+        }
         let startsWithDigit = scalars.first.map(isDigit) ?? false
         let looksLikeDate =
             token.contains(":") || (scalars.count > 4 && scalars[..<4].allSatisfy(isDigit) && scalars[4] == "-")
@@ -173,9 +180,26 @@ extension TOMLParser {
         throw fail("invalid value '\(written)'; a string must be quoted, as in \"\(written)\"")
     }
 
+    /// A decimal integer of at most 18 digits, without underscores or a leading zero: what most
+    /// numbers of a plugin.toml are, read without the general path's strings. nil for anything else,
+    /// which the general path reads (or refuses) as before.
+    static func smallInteger(_ c: ArraySlice<Unicode.Scalar>) -> Int64? {
+        var k = c.startIndex
+        let negative = c[k] == "-"
+        if negative || c[k] == "+" { k += 1 }
+        guard k < c.endIndex, c.endIndex - k <= 18, c[k] != "0" || c.endIndex - k == 1 else { return nil }
+        var value: Int64 = 0
+        while k < c.endIndex {
+            let digit = c[k].value &- 48  // "0"
+            guard digit < 10 else { return nil }
+            value = value * 10 + Int64(digit)
+            k += 1
+        }
+        return negative ? -value : value
+    }
+
     func parseNumber(_ token: String, _ scalars: [Unicode.Scalar]) throws(LifelineError) -> TOMLValue? {
-        let radixes: [String: Int] = ["0x": 16, "0o": 8, "0b": 2]
-        let radix = radixes[String(token.prefix(2))]
+        let radix = Self.radixes[String(token.prefix(2))]
         // Underscores go between digits of the number proper: `0x_1` has one after the prefix's letter.
         let digits = radix == nil ? scalars[...] : scalars.dropFirst(2)
         let isDigit = { (c: Unicode.Scalar) in radix == nil ? "0"..."9" ~= c : c.properties.isASCIIHexDigit }
@@ -191,12 +215,43 @@ extension TOMLParser {
             guard let value = Int64(digits, radix: radix) else { throw fail("integer '\(token)' is out of range") }
             return .integer(value)
         }
-        guard let match = clean.wholeMatch(of: /[+-]?([0-9]+)(\.[0-9]+)?([eE][+-]?[0-9]+)?/) else { return nil }
-        if match.1.count > 1 && match.1.first == "0" { throw fail("leading zeros are not allowed in '\(token)'") }
-        if match.2 == nil && match.3 == nil {
+        guard let shape = Self.decimalShape(Array(clean.unicodeScalars)) else { return nil }
+        if shape.leadingZero { throw fail("leading zeros are not allowed in '\(token)'") }
+        if shape.isInteger {
             guard let value = Int64(clean) else { throw fail("integer '\(token)' is out of range") }
             return .integer(value)
         }
         return Double(clean).map(TOMLValue.float)
+    }
+
+    /// Whether `c` is a decimal number, `[+-]? DIGITS (. DIGITS)? ([eE] [+-]? DIGITS)?`, read in one
+    /// pass: nil when it is not; else whether its whole part has a leading zero, and whether it is an
+    /// integer (no fraction, no exponent). A `Regex` here was compiled for every value, which made a
+    /// plugin.toml of many numbers take minutes.
+    static func decimalShape(_ c: [Unicode.Scalar]) -> (leadingZero: Bool, isInteger: Bool)? {
+        var k = 0
+        func digits() -> Int {
+            let start = k
+            while k < c.count, "0"..."9" ~= c[k] { k += 1 }
+            return k - start
+        }
+        if k < c.count, c[k] == "+" || c[k] == "-" { k += 1 }
+        let wholeStart = k
+        let whole = digits()
+        guard whole > 0 else { return nil }
+        var isInteger = true
+        if k < c.count, c[k] == "." {
+            k += 1
+            guard digits() > 0 else { return nil }
+            isInteger = false
+        }
+        if k < c.count, c[k] == "e" || c[k] == "E" {
+            k += 1
+            if k < c.count, c[k] == "+" || c[k] == "-" { k += 1 }
+            guard digits() > 0 else { return nil }
+            isInteger = false
+        }
+        guard k == c.count else { return nil }
+        return (whole > 1 && c[wholeStart] == "0", isInteger)
     }
 }

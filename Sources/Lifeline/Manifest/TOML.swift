@@ -77,11 +77,30 @@ final class TOMLNode {
 
     var origin: Origin
     var line: Int
-    var entries: [(key: String, item: Item, line: Int)] = []
+    /// The keys in the order they were written; add them with `append`, which keeps `positions`.
+    private(set) var entries: [(key: String, item: Item, line: Int)] = []
+    /// Where each key is in `entries`: a lookup by scanning them made a table of many keys take
+    /// time that grew with the square of their number.
+    private var positions: [String: Int] = [:]
 
     init(_ origin: Origin, line: Int) { (self.origin, self.line) = (origin, line) }
 
-    func index(of key: String) -> Int? { entries.firstIndex { $0.key == key } }
+    func index(of key: String) -> Int? { positions[key] }
+
+    /// Adds `key`, which must not be in the table yet.
+    func append(_ key: String, _ item: Item, line: Int) {
+        positions[key] = entries.count
+        entries.append((key, item, line))
+    }
+
+    /// Adds `table` to the end of the array of tables at `k`, in place: rebuilding the array for
+    /// each `[[name]]` made many of them quadratic.
+    func appendTable(_ table: TOMLNode, at k: Int) {
+        guard case .tables(var tables) = entries[k].item else { return }
+        entries[k].item = .tables([])  // the array's only reference is now `tables`: appending copies nothing
+        tables.append(table)
+        entries[k].item = .tables(tables)
+    }
 
     var table: TOMLTable {
         TOMLTable(entries.map { entry in
@@ -170,12 +189,12 @@ struct TOMLParser {
     func appendTable(to path: [String], in node: TOMLNode, line: Int) throws(LifelineError) -> TOMLNode {
         let table = TOMLNode(.header, line: line), name = dotted(path)
         guard let k = node.index(of: path[path.count - 1]) else {
-            node.entries.append((path[path.count - 1], .tables([table]), line))
+            node.append(path[path.count - 1], .tables([table]), line: line)
             return table
         }
         let first = node.entries[k].line
         switch node.entries[k].item {
-        case .tables(let tables): node.entries[k].item = .tables(tables + [table])
+        case .tables: node.appendTable(table, at: k)
         case .table: throw fail("[[\(name)]] adds to an array of tables, but [\(name)] is a table (line \(first))")
         case .value: throw fail("[[\(name)]] adds to an array of tables, but '\(name)' is a value (line \(first))")
         }
@@ -209,7 +228,7 @@ struct TOMLParser {
         if let k = node.index(of: last) {
             throw fail("duplicate key '\(dotted(path))' (first defined on line \(node.entries[k].line))", line: keyLine)
         }
-        node.entries.append((last, .value(value), keyLine))
+        node.append(last, .value(value), line: keyLine)
     }
 
     /// The table `path[n]` in `node`, made as `origin` when missing. `refusal` says why an existing table may not
@@ -221,7 +240,7 @@ struct TOMLParser {
     ) throws(LifelineError) -> TOMLNode {
         guard let k = node.index(of: path[n]) else {
             let child = TOMLNode(origin, line: line)
-            node.entries.append((path[n], .table(child), line))
+            node.append(path[n], .table(child), line: line)
             return child
         }
         let name = dotted(path.prefix(n + 1)), first = node.entries[k].line

@@ -63,27 +63,43 @@ public struct NetworkPermissions: Equatable, Sendable {
 
 /// `*` matches any run of characters (none included); everything else matches itself.
 public enum Glob {
+    /// Linear in the two lengths: the pattern's first part must start the text and its last part
+    /// end it, and each part between stars is found, in order, at its first place after the one
+    /// before (the first place is never worse for what follows). Going back to the last star on each
+    /// mismatch, as before, took time that grew with the product of the lengths.
     public static func matches(_ pattern: String, _ text: String) -> Bool {
-        let p = Array(pattern.utf8), t = Array(text.utf8)
-        var pi = 0, ti = 0
-        var star = -1, mark = 0
-        while ti < t.count {
-            if pi < p.count && p[pi] == UInt8(ascii: "*") {
-                star = pi
-                mark = ti
-                pi += 1
-            } else if pi < p.count && p[pi] == t[ti] {
-                pi += 1
-                ti += 1
-            } else if star >= 0 {
-                pi = star + 1
-                mark += 1
-                ti = mark
-            } else {
-                return false
-            }
+        let t = Array(text.utf8)
+        let parts = Array(pattern.utf8).split(separator: UInt8(ascii: "*"), omittingEmptySubsequences: false)
+        guard parts.count > 1 else { return parts[0].elementsEqual(t) }
+        let first = parts[0], last = parts[parts.count - 1]
+        guard first.count + last.count <= t.count, t.starts(with: first), t.suffix(last.count).elementsEqual(last)
+        else { return false }
+        var from = first.count
+        for part in parts.dropFirst().dropLast() where !part.isEmpty {
+            guard let found = find(Array(part), in: t, from: from, to: t.count - last.count) else { return false }
+            from = found + part.count
         }
-        while pi < p.count && p[pi] == UInt8(ascii: "*") { pi += 1 }
-        return pi == p.count
+        return true
+    }
+
+    /// Where `needle` (not empty) first lies wholly within `t[from..<end]`, by Knuth, Morris and Pratt.
+    private static func find(_ needle: [UInt8], in t: [UInt8], from: Int, to end: Int) -> Int? {
+        // fallback[i]: the length of the longest proper prefix of needle[...i] that also ends it.
+        var fallback = [Int](repeating: 0, count: needle.count)
+        var k = 0
+        for i in needle.indices.dropFirst() {
+            while k > 0 && needle[i] != needle[k] { k = fallback[k - 1] }
+            if needle[i] == needle[k] { k += 1 }
+            fallback[i] = k
+        }
+        k = 0
+        var i = from
+        while i < end {
+            while k > 0 && t[i] != needle[k] { k = fallback[k - 1] }
+            if t[i] == needle[k] { k += 1 }
+            i += 1
+            if k == needle.count { return i - k }
+        }
+        return nil
     }
 }

@@ -240,11 +240,23 @@ extension Expectation {
     }
 
     /// The name among `names` a typo of `name` most likely meant: at most a third of it differs.
+    ///
+    /// The distance is at least the difference of the two lengths, so a name whose length is too far
+    /// from a candidate's is not compared with it: the comparison costs the product of the lengths,
+    /// and a line with a name of 200,000 letters took seconds. What is compared is then at most about
+    /// one and a half times the longest candidate.
     static func closestName(to name: String, among names: [String]) -> String? {
-        let lowered = name.lowercased()
-        let scored = names.map { ($0, editDistance(Array(lowered), Array($0.lowercased()))) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(2, name.count / 3) else { return nil }
-        return best.0
+        let lowered = Array(name.lowercased())
+        let limit = max(2, name.count / 3)
+        var best: (name: String, distance: Int)?
+        for candidate in names {
+            let other = Array(candidate.lowercased())
+            guard abs(lowered.count - other.count) <= limit else { continue }
+            let distance = editDistance(lowered, other)
+            if distance < best?.distance ?? .max { best = (candidate, distance) }
+        }
+        guard let best, best.distance <= limit else { return nil }
+        return best.name
     }
 
     private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {

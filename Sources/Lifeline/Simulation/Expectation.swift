@@ -2,7 +2,7 @@
 ///
 /// ```
 /// expect outcome completed                      # or: terminated
-/// expect termination watchdog [plugin=sync]     # watchdog, backgroundTaskTimeout or taskLimit
+/// expect termination watchdog [plugin=sync]     # any kind of Termination.Kind
 /// expect taskEnded plugin=save-changes expired=false at 7s
 /// expect opFinished name="queue sync.refresh" result=finished between 1s and 30s times 2
 /// expect no pluginError
@@ -118,7 +118,8 @@ public struct Expectation: Equatable, Sendable {
         case quoted(String)
     }
 
-    static let termKinds = "watchdog, backgroundTaskTimeout, taskLimit"
+    /// Every kind a termination can have, from the one list of them, so a new kind is named here too.
+    static let termKinds = Termination.Kind.allCases.map(\.rawValue).joined(separator: ", ")
     static let logLevels = ["debug", "info", "warning", "error"]
     static let forms =
         "write 'expect outcome completed|terminated', 'expect termination KIND', "
@@ -163,13 +164,14 @@ public struct Expectation: Equatable, Sendable {
                     "\(at): unknown termination kind '\(word.source)'; the kinds are: \(termKinds)")
             }
             var fields: [FieldMatch] = []
+            var names: Set<String> = []
             for token in rest {
                 guard let field = try token.field(at: at) else {
                     throw .badInput(
                         "\(at): unexpected '\(token.source)' after 'expect termination \(termKind.rawValue)'; "
                             + "only FIELD=VALUE may follow, as in plugin=sync")
                 }
-                try checkUnique(field, in: fields, at: at)
+                try checkUnique(field, in: &names, at: at)
                 fields.append(field)
             }
             kind = .termination(termKind, fields: fields)
@@ -195,6 +197,7 @@ public struct Expectation: Equatable, Sendable {
                     + "'expect taskEnded plugin=save-changes', or \(forms)")
         }
         var query = EventQuery(event: event)
+        var fieldNames: Set<String> = []
         var times: Int?
         var rest = tokens
         let clauses =
@@ -248,7 +251,7 @@ public struct Expectation: Equatable, Sendable {
                 if field.name == "event" {
                     throw .badInput("\(at): the event name goes right after 'expect', not as event=…")
                 }
-                try checkUnique(field, in: query.fields, at: at)
+                try checkUnique(field, in: &fieldNames, at: at)
                 if event == "log", field.name == "level", !logLevels.contains(field.value.text) {
                     throw .badInput(
                         "\(at): unknown log level '\(field.value.text)'; the levels are: "
@@ -260,8 +263,10 @@ public struct Expectation: Equatable, Sendable {
         return (query, times)
     }
 
-    private static func checkUnique(_ field: FieldMatch, in fields: [FieldMatch], at: String) throws(LifelineError) {
-        if fields.contains(where: { $0.name == field.name }) {
+    /// Adds the field's name to `names`, the names given so far on the line (a set: a line of many
+    /// fields must not compare each with all the others).
+    private static func checkUnique(_ field: FieldMatch, in names: inout Set<String>, at: String) throws(LifelineError) {
+        guard names.insert(field.name).inserted else {
             throw .badInput("\(at): the field '\(field.name)' is given twice")
         }
     }

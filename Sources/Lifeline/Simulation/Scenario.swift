@@ -9,6 +9,10 @@ public struct Scenario: Equatable, Sendable {
         public var line: Int
     }
 
+    /// The most bytes a scenario file may hold: 1 MiB, as for plugin.toml. `lifeline simulate`
+    /// refuses a larger one before reading past the limit.
+    public static let maximumBytes = 1 << 20
+
     /// The steps, in file order (which is time order).
     public var entries: [Entry]
     /// The file's name as given, for messages.
