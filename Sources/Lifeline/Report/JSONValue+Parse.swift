@@ -28,7 +28,12 @@ extension JSONValue {
         func fail(_ message: String) -> ParseError { ParseError(message: "\(message) at character \(index + 1)") }
 
         mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func literal(_ word: String, _ value: JSONValue) throws(ParseError) -> JSONValue {
@@ -96,6 +101,7 @@ extension JSONValue {
         /// JSON's own grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`. No '+', no leading
         /// zeros, no bare '.', no inf or nan; Double alone would take all of those.
         mutating func number() throws(ParseError) -> JSONValue {
+            if let small = smallInteger() { return .int(small) }
             let start = index
             func digits() -> Int {
                 let first = index
@@ -125,6 +131,31 @@ extension JSONValue {
             }
             if isInteger, let int = Int64(text) { return .int(int) }
             return .number(text)
+        }
+
+        /// An integer of at most 18 digits, read from the bytes without the strings `number` makes;
+        /// nil (and nothing read) for any other number, which `number` reads.
+        mutating func smallInteger() -> Int64? {
+            var k = index
+            let negative = k < bytes.count && bytes[k] == UInt8(ascii: "-")
+            if negative { k += 1 }
+            let first = k
+            var value: Int64 = 0
+            while k < bytes.count, k - first < 18, bytes[k] &- UInt8(ascii: "0") < 10 {
+                value = value * 10 + Int64(bytes[k] &- UInt8(ascii: "0"))
+                k += 1
+            }
+            let digits = k - first
+            guard digits > 0, digits == 1 || bytes[first] != UInt8(ascii: "0") else { return nil }
+            if k < bytes.count {  // a 19th digit, a fraction or an exponent: `number` reads it
+                switch bytes[k] {
+                case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    return nil
+                default: break
+                }
+            }
+            index = k
+            return negative ? -value : value
         }
 
         mutating func string() throws(ParseError) -> String {

@@ -66,6 +66,10 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
         .forceQuit, .fetch,
     ]
 
+    /// The actions without an argument, by name: one lookup a line, where comparing the line with
+    /// each action's description built eleven strings for every line of a scenario.
+    static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.description, $0) })
+
     /// The forms of the actions that take an argument, for error messages.
     public static let argumentForms = ["push [JSON]", "run-tasks [refresh|processing|IDENTIFIER]", "charging on|off", "network on|off"]
 
@@ -78,10 +82,10 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
         let trimmed = text.drop { $0 == " " || $0 == "\t" }
         let words = trimmed.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
         guard let first = words.first else { return nil }
-        let rest = trimmed[first.endIndex...].drop { $0 == " " || $0 == "\t" }
-        let restTrimmed = String(rest.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
         switch first {
         case "push":
+            let rest = trimmed[first.endIndex...].drop { $0 == " " || $0 == "\t" }
+            let restTrimmed = String(rest.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
             guard !restTrimmed.isEmpty else { return .push(payload: defaultPushPayload) }
             guard case .object = try? JSONValue.parse(restTrimmed) else {
                 throw StepSyntaxError("'push' takes a JSON object as its payload, as in push {\"aps\":{\"content-available\":1}}")
@@ -98,8 +102,7 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
             }
             return first == "charging" ? .charging(words[1] == "on") : .network(words[1] == "on")
         default:
-            let joined = words.joined(separator: " ")
-            return all.first { $0.description == joined }
+            return byName[words.joined(separator: " ")]
         }
     }
 }

@@ -110,7 +110,6 @@ public struct Scenario: Equatable, Sendable {
                         line: lineNumber))
                 continue
             }
-            let actionText = words[1...].joined(separator: " ")
             let parsed: Step?
             do {
                 parsed = try Step.parse(line[words[0].endIndex...])
@@ -118,6 +117,7 @@ public struct Scenario: Equatable, Sendable {
                 throw .badInput("\(at): \(error.message)")
             }
             guard let step = parsed else {
+                let actionText = words[1...].joined(separator: " ")
                 throw .badInput(
                     "\(at): unknown action '\(actionText)'; the actions are: \(Step.actionList) "
                         + "(and 'http METHOD TARGET -> RESULT' for the network)")

@@ -422,3 +422,15 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
             == #"[{"line":1,"text":"expect outcome completed","passed":true},"#
             + #"{"line":2,"text":"expect no taskBegan","passed":false}]"#)
 }
+
+/// An unknown termination kind is answered with every kind there is, from the one list of them.
+@Test func expect_unknownTerminationKind_listsEveryKind() throws {
+    let kinds = Termination.Kind.allCases.map(\.rawValue)
+    #expect(kinds.count >= 4)
+    for line in ["expect termination crash", "expect termination"] {
+        let message = try #require(parseError(line))
+        #expect(message.hasSuffix(kinds.joined(separator: ", ")), "\(message)")
+    }
+    // And each of them is one an expect line accepts.
+    for kind in kinds { #expect(parseError("expect termination \(kind)") == nil, "\(kind)") }
+}
