@@ -63,7 +63,7 @@ enum JUnit {
 
     /// Seconds with three decimals, as JUnit readers expect (no exponent, `.` as the point).
     static func time(_ seconds: Double) -> String {
-        let ms = Int64((max(seconds, 0) * 1000).rounded())
+        let ms = Int64(saturating: max(seconds, 0) * 1000)
         let frac = String(ms % 1000)
         return "\(ms / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
     }

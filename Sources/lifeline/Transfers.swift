@@ -74,7 +74,7 @@ enum TransferTable {
     /// `[##########----------]  50%`, or a bar of `?` when the size is not known yet.
     static func bar(received: Int64, total: Int64?, width: Int = 20) -> String {
         guard let total, total > 0 else { return "[" + String(repeating: "?", count: width) + "]   ?%" }
-        let share = min(1, Double(received) / Double(total))
+        let share = max(0, min(1, Double(received) / Double(total)))  // a damaged ledger row may hold anything
         let filled = Int((share * Double(width)).rounded(.down))
         let percent = String(Int((share * 100).rounded(.down)))
         return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "

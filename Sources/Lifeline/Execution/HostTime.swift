@@ -16,10 +16,8 @@ public struct HostTime: Comparable, Hashable, Sendable, CustomStringConvertible 
 
     /// A time `seconds` after the start, rounded to the nanosecond; saturates at the ends.
     public static func seconds(_ seconds: Double) -> HostTime {
-        let ns = (seconds * 1e9).rounded()
-        if !(ns < 9.2e18) { return distantFuture }  // also NaN
-        if ns <= -9.2e18 { return HostTime(nanoseconds: .min) }
-        return HostTime(nanoseconds: Int64(ns))
+        if seconds.isNaN { return distantFuture }
+        return HostTime(nanoseconds: Int64(saturating: seconds * 1e9))
     }
 
     /// Seconds since the start.
@@ -30,11 +28,13 @@ public struct HostTime: Comparable, Hashable, Sendable, CustomStringConvertible 
 
     public static func < (a: HostTime, b: HostTime) -> Bool { a.nanoseconds < b.nanoseconds }
 
-    /// `self` moved on by `seconds`; a huge or infinite span saturates instead of overflowing.
+    /// `self` moved on by `seconds`; a huge or infinite span saturates instead of overflowing,
+    /// and NaN (no time at all) gives the distant future, as "never" does.
     public func adding(seconds: Double) -> HostTime {
-        let delta = seconds * 1e9
-        if delta >= Double(Int64.max - nanoseconds) { return HostTime(nanoseconds: .max) }
-        return HostTime(nanoseconds: nanoseconds + Int64(delta.rounded()))
+        if seconds.isNaN { return .distantFuture }
+        let (sum, overflow) = nanoseconds.addingReportingOverflow(Int64(saturating: seconds * 1e9))
+        if overflow { return HostTime(nanoseconds: seconds > 0 ? .max : .min) }
+        return HostTime(nanoseconds: sum)
     }
 
     public var description: String { ReportNumber.seconds(self) }

@@ -76,7 +76,8 @@ public enum RetryAfter {
     /// past means at once (0). Nil when the value is neither form.
     public static func seconds(_ value: String, now: Double) -> Double? {
         let text = value.trimmingCharacters(in: .whitespaces)
-        if let delay = Double(text) { return delay }
+        // delay-seconds is 1*DIGIT: `Double` alone would also take `nan`, `-5` and `1e300`.
+        if !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { return Double(text) }
         return HTTPDate.seconds(text).map { max(0, $0 - now) }
     }
 }

@@ -35,7 +35,7 @@ public enum ReportNumber {
 
     /// Seconds, given a duration in seconds, formatted as `seconds(_:)` does.
     public static func seconds(_ seconds: Double) -> String {
-        milliseconds(Int64((seconds * 1000).rounded()))
+        milliseconds(Int64(saturating: seconds * 1000))
     }
 
     static func milliseconds(_ ms: Int64) -> String {

@@ -199,7 +199,7 @@ public struct TimelineEvent: Equatable, Sendable {
 extension TimelineEvent {
     /// Seconds with three decimals, padded to 9 columns, for the live timeline.
     public static func paddedSeconds(_ seconds: Double) -> String {
-        let ms = Int64((seconds * 1000).rounded())
+        let ms = Int64(saturating: seconds * 1000)
         let frac = String(ms % 1000)
         let text = String(ms / 1000) + "." + String(repeating: "0", count: 3 - frac.count) + frac
         return String(repeating: " ", count: max(0, 9 - text.count)) + text

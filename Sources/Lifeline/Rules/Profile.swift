@@ -120,7 +120,9 @@ extension Profile {
     /// A number of seconds as a person writes one for a figure, on a command line say: a plain
     /// number (`30`, `0.25`), or a duration as a scenario writes one (`500ms`, `2m`, `5m10s`),
     /// since every duration Lifeline reads takes the same forms. It keeps the text, and is read
-    /// when the place it came from is known, for the message. Range checks are the figure's own.
+    /// when the place it came from is known, for the message. Every value lies from 0 to 100
+    /// years, as a scenario's times do, so no figure can overflow the clock or the report; tighter
+    /// checks (above 0, say) are the figure's own.
     public struct Seconds: Sendable, Equatable {
         /// As written.
         public let text: String
@@ -130,7 +132,15 @@ extension Profile {
         /// The number of seconds; `at` (a flag, a file:line) starts the message of a text that
         /// is none.
         public func value(at: String) throws(LifelineError) -> Double {
-            if let value = Double(text) { return value }
+            if let value = Double(text) {
+                // NaN and negative values are the figure's to refuse, with its own message.
+                guard value.isNaN || value <= Scenario.maximumSeconds else {
+                    throw .badInput(
+                        "\(at): '\(text)' is too large: a number of seconds goes up to 100 years "
+                            + "(\(Int(Scenario.maximumSeconds)))")
+                }
+                return value
+            }
             return try Scenario.parseTime(text, at: at).seconds
         }
     }
