@@ -240,12 +240,12 @@ final class ControlListener: @unchecked Sendable {
     /// `link` fails if a run started meanwhile took the path.
     private static func bindPrivately(_ fd: Int32, at path: String) throws(LifelineError) -> (dev: UInt64, ino: UInt64) {
         let folder = (path as NSString).deletingLastPathComponent
-        var template = Array((folder + "/.ctl-XXXXXX").utf8CString)
+        var template = Array((folder + "/.c-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
             throw .internalError("cannot make a folder in \(folder) for the control socket: \(ControlSocket.errorText(errno))")
         }
         let privateFolder = String(cString: made)
-        // Shorter than `path` (12 bytes against 13 after the folder), so it fits when `path` does.
+        // Shorter than `path` (12 bytes after the folder against 13), so it fits whenever `path` does.
         let staging = privateFolder + "/s"
         defer {
             unlink(staging)
@@ -360,6 +360,12 @@ final class ControlListener: @unchecked Sendable {
         _ = served.wait(timeout: .now() + 2)
         Glibc.close(wake.read)
         Glibc.close(wake.write)
+    }
+
+    /// Waits at most `timeout` seconds for the connections being served to be answered, for a
+    /// process about to exit without `close` (from any thread: it only waits).
+    func waitForReplies(timeout: Double) {
+        _ = served.wait(timeout: .now() + timeout)
     }
 
     /// Removes the socket file at once, for a process about to exit without `close`.

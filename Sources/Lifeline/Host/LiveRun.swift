@@ -92,9 +92,9 @@ public final class LiveRun: @unchecked Sendable {
         defer { claim.release() }
         var configuration = try setup.hostConfiguration(
             loadFailurePolicy: .skip,
-            onUnpreemptibleOverrun: { [onUnstoppableLoad, listener] overrun in
+            onUnpreemptibleOverrun: { [onUnstoppableLoad, listener, replies] overrun in
                 // W3: Swift code cannot be stopped; report now and end the process.
-                listener.withLock { $0 }?.removeFile()
+                LiveRun.endAtOnce(listener, replies)
                 switch overrun {
                 case .terminated(let termination, let recorder):
                     LiveRun.writeCrashReport(termination, recorder: recorder, setup: setup)
@@ -122,7 +122,7 @@ public final class LiveRun: @unchecked Sendable {
         executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
         signals?.cancel()
         // Nothing runs on the main executor any more: a step still waiting will never be done.
-        replies.end(with: "error: the app ended before it carried out the step")
+        replies.end(with: LiveRun.endedReply)
         control?.close()
         listener.withLock { $0 = nil }
         host.shutdown()
@@ -178,7 +178,7 @@ public final class LiveRun: @unchecked Sendable {
         } catch {
             return "error: \(error.message)"
         }
-        guard let reply = replies.open() else { return "error: the app ended before it carried out the step" }
+        guard let reply = replies.open() else { return LiveRun.endedReply }
         defer { replies.close(reply) }
         clock.post { [self] in
             // A step whose client was told it timed out before it began does not happen: a client
@@ -214,9 +214,22 @@ public final class LiveRun: @unchecked Sendable {
     /// notification, nothing more runs.
     private func kill() {
         FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
-        listener.withLock { $0 }?.removeFile()
+        LiveRun.endAtOnce(listener, replies)
         try? setup.writeReport(recorder)
         exit(recorder.exitCode)
+    }
+
+    /// What a `lifeline ctl` client hears when the app ends before its step was carried out.
+    static let endedReply = "error: the app ended before it carried out the step"
+
+    /// Before the process exits without returning from `run`: the clients waiting for a step get
+    /// their answer (`ctl` exits 65, as docs/ctl.md says), not a connection closed on them (70),
+    /// and the socket file goes. Waits a moment for those replies to be written.
+    private static func endAtOnce(_ listener: Locked<ControlListener?>, _ replies: ControlReplies) {
+        replies.end(with: endedReply)
+        let control = listener.withLock { $0 }
+        control?.removeFile()
+        control?.waitForReplies(timeout: 1)
     }
 
     /// The crash report (SPEC 2.5): the termination object, in <state-dir>/reports/; then the

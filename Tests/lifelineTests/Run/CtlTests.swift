@@ -159,6 +159,36 @@ import Glibc
         #expect(ctl.stderr.contains(message))
     }
 
+    /// The longest path a socket takes (107 bytes) works: the run binds it where the user said,
+    /// and no staging name of the host's own is longer.
+    @Test func aControlSocketPathOfExactly107Bytes_works() throws {
+        let ws = try Workspace()
+        try ws.plugin("quiet", "-- nothing")
+        let state = ws.path + "/" + String(repeating: "s", count: 107 - 13 - ws.path.utf8.count - 1)
+        #expect((state + "/control.sock").utf8.count == 107)
+        let run = try RunTests.Live(["--plugins", ws.plugins, "--state-dir", state])
+        #expect(run.stderr.waitFor("didBecomeActive"))
+        let ctl = try CLI.run(["ctl", "--state-dir", state, "terminate"])
+        #expect(ctl.status == 0, "\(ctl.stderr)")
+        #expect(run.wait() == 0, "\(run.stderr.text())")
+    }
+
+    /// A run that exits at once because the watchdog cut code loose still answers the clients
+    /// waiting for a step: 65 with the documented message, not a closed connection (70).
+    @Test func aClientWaitingWhenTheWatchdogEndsTheRun_hearsTheAppEnded() throws {
+        let run = try Driven(["--transition-limit", "0.2"], plugin: """
+            lifeline.on("didReceiveMemoryWarning", function()
+              lifeline.log.info("stuck in C")
+              -- One C call the watchdog cannot stop: a backtracking pattern over a long string.
+              string.find(string.rep("a", 200000), ".-.-.-.-.-b")
+            end)
+            """)
+        let stuck = try run.ctl("memory-warning")
+        #expect(stuck.status == 65, "\(stuck.status) \(stuck.stderr)")
+        #expect(stuck.stderr.contains("error: the app ended before it carried out the step"), "\(stuck.stderr)")
+        #expect(run.live.wait() == 1)
+    }
+
     @Test func garbage_oversizedLines_silentClients_andCrowds_doNotHurtTheRun() throws {
         let run = try Driven()
 
