@@ -52,6 +52,12 @@ enum ChildProcess {
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
+        // The child's temporary folders (simulate's state dir) go inside `directory`, which the
+        // parent removes: a child killed for its time limit, which runs no cleanup, leaves
+        // nothing behind.
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMPDIR"] = directory
+        process.environment = environment
         process.standardOutput = out
         process.standardError = err
         let ended = DispatchSemaphore(value: 0)

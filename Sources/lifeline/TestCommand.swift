@@ -309,11 +309,14 @@ private struct Verdict: Sendable {
     }
 
     /// The one line `lifeline test` prints on stdout for the scenario: a line break in a failure
-    /// shows as `\n`, so stdout stays a line per scenario. Further failure lines go to stderr.
+    /// or in the file's name shows as `\n`, so stdout stays a line per scenario. Further failure
+    /// lines go to stderr.
     var text: String {
-        if passed { return "ok   \(file.display) (\(String(format: "%.2f", seconds)) s)" }
-        let first = (lines.first ?? "failed").replacingOccurrences(of: "\n", with: "\\n")
-        return "FAIL \(file.display): \(first)"
+        let line =
+            passed
+            ? "ok   \(file.display) (\(String(format: "%.2f", seconds)) s)"
+            : "FAIL \(file.display): \(lines.first ?? "failed")"
+        return line.replacingOccurrences(of: "\n", with: "\\n")
     }
 }
 

@@ -143,6 +143,36 @@ private func withoutTimes(_ text: String) -> String {
                 + "1 passed, 1 failed\n", "\(r.stdout)")
     }
 
+    /// The child's temporary state dir lies where the parent removes it: a simulation killed for
+    /// its time limit runs no cleanup of its own, and leaves nothing in $TMPDIR.
+    @Test func test_simulationKilledForItsTimeout_leavesNoTemporaryState() throws {
+        let ws = try Workspace()
+        let tmp = ws.path + "/tmp"
+        try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
+        // The store makes simulate's temporary state dir, then the plugin is stuck in one C call.
+        try ws.plugin(
+            "stuck",
+            "lifeline.store.set('k', 1)\nlocal s = string.rep('a', 60)\nstring.find(s, string.rep('.-', 20) .. 'b')")
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/stuck/scenarios", withIntermediateDirectories: true)
+        try ws.file("plugins/stuck/scenarios/a.scenario", "0s launch\nexpect outcome completed\n")
+        let r = try CLI.run(
+            ["test", ws.plugins, "--timeout", "3", "--watchdog-scale", "0.000001"], environment: ["TMPDIR": tmp])
+        #expect(r.status == 1, "\(r.stderr)")
+        #expect(r.stdout.contains("was killed"), "\(r.stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp) == [])
+    }
+
+    /// A line break in a scenario's file name cannot split its verdict over two lines.
+    @Test func test_aFileNameWithALineBreak_staysOneLine() throws {
+        let ws = try Workspace()
+        try ws.plugin("alpha", expiring)
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/alpha/scenarios", withIntermediateDirectories: true)
+        try ws.file("plugins/alpha/scenarios/a\nok   fake.scenario", "0s launch\nexpect outcome completed\n")
+        let r = try CLI.run(["test", ws.plugins])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(withoutTimes(r.stdout) == "ok   alpha/scenarios/a\\nok   fake.scenario\n1 passed, 0 failed\n", "\(r.stdout)")
+    }
+
     @Test func test_usesAPluginTheFolderLacks_failsAtThatLine() throws {
         let ws = try Workspace()
         try ws.plugin("alpha", expiring)
