@@ -273,7 +273,7 @@ private final class ScriptedTransfer: HTTPCancellable, @unchecked Sendable {
             return completion(.fileFailed(error.message))
         }
         var sent = start
-        let step: Int64 = rate.map { max(1, Int64($0 * ScriptedNetwork.tick)) } ?? (total - start)
+        let step: Int64 = rate.map { max(1, Int64(saturating: $0 * ScriptedNetwork.tick)) } ?? (total - start)
         func next() {
             let count = min(step, total - sent)
             do throws(TransferError) {
