@@ -81,12 +81,13 @@ extension LuaModule {
         lifeline_pop(L, 1)
         guard let work = waitingWork(L, fname) else { return LIFELINE_RAISE }
         guard let (plugin, context) = context(L) else { return 0 }
-        // The body the host sends is counted against the cap until the request ends, and the
-        // response may be no longer than what is left under the cap.
+        // The body the host sends is counted against the cap until the request ends. The response
+        // is held twice while it is handed over (the host's copy, and the Lua string made from it),
+        // so it may be no longer than half the room left under the cap.
         guard let bodyCharge = HostCharge(plugin, bytes: body.count),
             plugin.chargeEvents(2, text: 2 * (url.utf8.count + method.utf8.count))
         else { return LIFELINE_NOMEM }
-        let room = plugin.memoryRoom
+        let room = plugin.memoryRoom / 2
         var request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: timeout)
         let cappedByMemory = room < request.maximumBodyBytes
         request.maximumBodyBytes = min(request.maximumBodyBytes, room)
@@ -97,7 +98,8 @@ extension LuaModule {
                 work.deliver(LuaBackgroundWork.outOfMemory)
                 return
             }
-            let size = (try? result.get()).map { r in r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.rawName.utf8.count + $1.value.utf8.count } } ?? 0
+            // The Lua values, and the host's copy of the body, alive beside them until the push ends.
+            let size = (try? result.get()).map { r in 2 * r.body.count + r.headers.reduce(256) { $0 + 64 + $1.name.rawName.utf8.count + $1.value.utf8.count } } ?? 0
             work.deliver(LuaBackgroundWork.results(fitting: size) { L in pushResult(L, result) })
         }
         guard waitID != 0 else { return 0 }
