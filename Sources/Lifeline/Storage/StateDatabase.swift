@@ -308,6 +308,12 @@ public final class StateDatabase: Sendable {
         }
     }
 
+    /// Runs SQL as it is, in one transaction: for tests that damage a database on purpose (the
+    /// CLI's tests, which cannot import GRDB).
+    func execute(sql: String) throws(StoreError) {
+        try write { db in try db.execute(sql: sql) }
+    }
+
     func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
         let queue = try storeConnection()
         do {
