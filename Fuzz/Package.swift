@@ -8,6 +8,8 @@ let package = Package(
     dependencies: [
         .package(name: "Lifeline", path: "../"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // The state database target damages a real database by hand, as only SQL can.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .executableTarget(
@@ -16,6 +18,7 @@ let package = Package(
                 .product(name: "Lifeline", package: "Lifeline"),
                 .product(name: "LifelineLua", package: "Lifeline"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         )
     ],
