@@ -441,7 +441,7 @@ class Soak:
                 with open("/proc/%d/status" % pid) as f:
                     status = dict(line.split(":", 1) for line in f if ":" in line)
                 rss = int(status["VmRSS"].split()[0])
-                threads = int(status["Threads"])
+                threads = len(os.listdir("/proc/%d/task" % pid))
                 fds = len(os.listdir("/proc/%d/fd" % pid))
                 self.samples.append((time.time() - start, rss, fds, threads))
             except (OSError, KeyError, ValueError):
