@@ -42,7 +42,7 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var pluginOptions: PluginOptions
 
-    @Option(help: "The scenario file (steps, http lines, expect lines); - reads standard input.")
+    @Option(help: "The scenario file (steps, http lines, expect lines; at most 1 MiB); - reads standard input.")
     var scenario: String
 
     @Option(help: "Where to write the JSON report; - for stdout.")
