@@ -211,7 +211,9 @@ extension TOMLParser {
         let clean = token.filter { $0 != "_" }
         if let radix {
             let digits = clean.dropFirst(2)
-            guard !digits.isEmpty, digits.allSatisfy({ Int(String($0), radix: radix) != nil }) else { return nil }
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && ($0.hexDigitValue ?? radix) < radix }) else {
+                return nil
+            }
             guard let value = Int64(digits, radix: radix) else { throw fail("integer '\(token)' is out of range") }
             return .integer(value)
         }
