@@ -336,3 +336,28 @@ int lifeline_json_decode(lua_State *L) {
     return 1;  // stack: text, scratch, value
 }
 
+
+// lifeline.store.get's decoder: the stored JSON text, decoded straight into Lua values, so the
+// host holds no parsed copy of the value beside the text and the Lua value. Runs protected.
+static int json_decode_text_thunk(lua_State *L) {
+    const char *text = (const char *)lua_touserdata(L, 1);
+    size_t n = (size_t)lua_tointeger(L, 2);
+    lua_settop(L, 1);
+    lua_pushnil(L);  // stack: text pointer, scratch (none yet)
+    JsonIn in = {text, text, text + n, 2, NULL, 0, 0};
+    if (json_decode_value(L, &in, "value") != 0) return lua_error(L);
+    json_skip_space(&in);
+    if (in.p < in.end) {
+        json_fail(L, &in, "the end");
+        return lua_error(L);
+    }
+    return 1;
+}
+
+int lifeline_json_decode_text(lua_State *L, const char *text, size_t n) {
+    // None of these pushes allocates: a light C function, a light userdata, an integer.
+    lua_pushcfunction(L, json_decode_text_thunk);
+    lua_pushlightuserdata(L, (void *)text);
+    lua_pushinteger(L, (lua_Integer)n);
+    return lua_pcall(L, 2, 1, 0);
+}

@@ -44,19 +44,45 @@ enum LuaStore {
     }
 
     /// lifeline.store.get(key) -> value | nil
+    ///
+    /// The stored JSON text is decoded straight into Lua values (`lifeline_json_decode_text`), with
+    /// no parsed copy in between: SQLite's copy of the row and the text are held while it is read,
+    /// then the text and the Lua value while it is decoded, and each counts against the cap.
     static let get: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.store.get"
         guard let key = keyArgument(L, fname) else { return LIFELINE_RAISE }
         guard let store = store(L, fname) else { return LIFELINE_RAISE }
+        let plugin = LuaPlugin.from(L)
         do throws(StoreError) {
-            guard let value = try store.get(key) else {
+            // Read with SQLite's copy alive beside the text: twice the text, before a byte is read.
+            switch try store.storedJSON(key, fits: { plugin.fits(2 * $0 + stringBytes) }) {
+            case .missing:
                 lua_pushnil(L)
                 return 1
+            case .tooLarge:
+                return LIFELINE_NOMEM
+            case .text(var text):
+                // The text counts while it is held, and the decode runs with the cap on: a value
+                // that takes more room in Lua than in JSON (many small items) fails as the plugin's
+                // own allocations do, with Lua's memory error, caught by the protected call.
+                guard let held = HostCharge(plugin, bytes: text.utf8.count) else { return LIFELINE_NOMEM }
+                lifeline_bridge_leave(L)
+                let status = text.withUTF8 { lifeline_json_decode_text(L, $0.baseAddress, $0.count) }
+                lifeline_bridge_enter(L)
+                withExtendedLifetime(held) {}
+                guard status == LUA_OK else {
+                    // The decoder raises a string for a stack it cannot grow: memory too.
+                    let memory = status == LUA_ERRMEM || LuaModule.text(L, -1) == "not enough memory"
+                    lifeline_pop(L, 1)
+                    if memory { return LIFELINE_NOMEM }
+                    // Not JSON: a damaged row, which `get` reads as no value, with a warning.
+                    _ = try store.get(key)
+                    lua_pushnil(L)
+                    return 1
+                }
+                return 1
             }
-            // Pushed with the cap lifted, so it must fit before the first byte is pushed.
-            guard LuaPlugin.from(L).fits(footprint(value)) else { return LIFELINE_NOMEM }
-            return push(L, value) ? 1 : LuaModule.raise(L, fname, "the value of '\(key)' nests too deep")
         } catch {
             return LuaModule.raise(L, fname, error.message)
         }

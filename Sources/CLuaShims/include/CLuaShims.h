@@ -130,6 +130,9 @@ enum {
 /// once, never twice. Call it only inside a bridged call, after checking that `size` bytes fit
 /// under the cap. `seen` is set to the bytes found.
 int lifeline_push_file(lua_State *L, int fd, size_t size, size_t *seen);
+/// Decodes the JSON text `text` (`n` bytes) into Lua values, as lifeline.json.decode does, and
+/// pushes the value; or pushes why not. Protected: returns LUA_OK or the error's status.
+int lifeline_json_decode_text(lua_State *L, const char *text, size_t n);
 /// A lifecycle event as the host hands it to a Lua handler.
 typedef struct LifelineEvent {
     const char *name;

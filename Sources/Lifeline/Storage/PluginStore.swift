@@ -57,6 +57,36 @@ public final class PluginStore {
         }
     }
 
+    /// The JSON text stored under `key` (nil: no such key), for a reader that decodes it itself
+    /// (`lifeline.store.get` decodes it straight into Lua). `fits` is asked first, with the text's
+    /// length in bytes, whether it may be read at all: false gives `.tooLarge`, having read nothing.
+    package func storedJSON(_ key: String, fits: (Int) -> Bool) throws(StoreError) -> StoredJSON {
+        if let pending, let change = pending[Array(key.utf8)] {
+            guard let text = change.text else { return .missing }
+            return fits(text.utf8.count) ? .text(text) : .tooLarge
+        }
+        guard let length = try storedSize(key) else { return .missing }
+        guard fits(length) else { return .tooLarge }
+        let plugin = self.plugin
+        // Straight from SQLite's copy of the value into the text, with no row between (`StoredRow`
+        // reads the bytes in place). A value that is not text, holds a NUL or is not UTF-8 (GRDB's
+        // `String` would cut it or repair it) reads as no value, with a warning.
+        let text = try database.read { [database] db in
+            try database.readRows(
+                db, table: "store", sql: "SELECT plugin, key, value FROM store WHERE plugin = ? AND key = CAST(? AS TEXT)",
+                arguments: [plugin, PluginStore.bound(key)], name: PluginStore.rowName
+            ) { row throws(RowDamage) in try row.text("value") }.first
+        }
+        return text.map { .text($0) } ?? .missing
+    }
+
+    /// What `storedJSON` found.
+    package enum StoredJSON {
+        case text(String)
+        case missing
+        case tooLarge
+    }
+
     /// Stores `value` under `key`. Throws, and changes nothing, when the plugin's quota would be
     /// exceeded.
     public func set(_ key: String, _ value: JSONValue) throws(StoreError) {
