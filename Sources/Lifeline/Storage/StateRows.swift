@@ -79,16 +79,15 @@ struct StoredRow {
         guard case .string = value.storage else {
             throw RowDamage(column: column, why: "is \(StoredRow.kind(value)) instead of text")
         }
-        let bytes: [UInt8]
+        // Straight from SQLite's bytes into the string, one copy (a value may be megabytes).
+        let text: String??
         do {
-            bytes = try row.withUnsafeData(atIndex: index) { $0.map { Array($0) } ?? [] }
+            text = try row.withUnsafeData(atIndex: index) { data in String(validating: data ?? Data(), as: UTF8.self) }
         } catch {
             throw RowDamage(column: column, why: "cannot be read")
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw RowDamage(column: column, why: "is not valid UTF-8")
-        }
-        guard allowingNUL || !bytes.contains(0) else { throw RowDamage(column: column, why: "holds a NUL byte") }
+        guard let text = text ?? nil else { throw RowDamage(column: column, why: "is not valid UTF-8") }
+        guard allowingNUL || !text.utf8.contains(0) else { throw RowDamage(column: column, why: "holds a NUL byte") }
         return text
     }
 
