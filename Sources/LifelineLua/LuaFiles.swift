@@ -119,9 +119,17 @@ enum LuaFiles {
         let fname = "lifeline.files.list"
         guard let files = files(L, fname) else { return LIFELINE_RAISE }
         do throws(FileError) {
-            let names = try files.list()
+            // The host's list of names is bounded by the room left too: past it the walk stops.
+            let plugin = LuaPlugin.from(L)
+            // A list too long for the room is tried once more after a collection (`fits` makes one
+            // when asked for more than the room), as Lua does before it gives up.
+            var listed = try files.list(nameBytes: plugin.memoryRoom)
+            if listed == nil, !plugin.fits(plugin.memoryRoom + 1) {
+                listed = try files.list(nameBytes: plugin.memoryRoom)
+            }
+            guard let names = listed else { return LIFELINE_NOMEM }
             let size = names.reduce(LuaStore.tableBytes) { $0 + LuaStore.stringBytes + LuaStore.slotBytes + $1.utf8.count }
-            guard LuaPlugin.from(L).fits(size) else { return LIFELINE_NOMEM }
+            guard plugin.fits(size) else { return LIFELINE_NOMEM }
             lua_createtable(L, Int32(clamping: names.count), 0)
             for (i, name) in names.enumerated() {
                 LuaModule.push(L, name)

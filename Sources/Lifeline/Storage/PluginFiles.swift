@@ -118,7 +118,15 @@ public final class PluginFiles {
     /// The names of the plugin's files, relative to its folder, in byte order. Folders are not
     /// listed, only the files in them; a write's temporaries never are.
     public func list() throws(FileError) -> [String] {
-        try entries().compactMap(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        try list(nameBytes: .max)!
+    }
+
+    /// `list`, or nil when the names would take more than `nameBytes` bytes: the walk stops there,
+    /// so a caller that must bound what it holds (`lifeline.files.list`) never holds more.
+    package func list(nameBytes: Int) throws(FileError) -> [String]? {
+        guard let folder = try TransferFolder.root(root) else { return [] }
+        guard let found = folder.files(removingTemporaries: true, nameBytes: nameBytes) else { return nil }
+        return found.compactMap(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// The most files and folders a plugin's files folder may hold, unless told otherwise. The
@@ -135,9 +143,11 @@ public final class PluginFiles {
 
     /// The plain files of the folder. A temporary found there is left over from a write that
     /// never finished (the host stopped mid-write; writes run on one thread): it is removed.
+    /// No names are made: the quota needs only sizes, and 10,000 names would be a list the host
+    /// holds for nothing on every write.
     private func entries() throws(FileError) -> [(name: String?, size: Int64, isFolder: Bool)] {
         guard let folder = try TransferFolder.root(root) else { return [] }
-        return folder.files(removingTemporaries: true)
+        return folder.files(removingTemporaries: true, names: false) ?? []
     }
 }
 

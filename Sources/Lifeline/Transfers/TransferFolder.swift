@@ -236,10 +236,19 @@ final class TransferFolder {
     /// Links are neither followed nor listed; a name that is not UTF-8 (no plugin call makes one)
     /// is counted with no name. With `removingTemporaries`, the temporaries of `replace` are
     /// removed, not listed: the caller knows no write is under way.
-    func files(removingTemporaries: Bool) -> [(name: String?, size: Int64, isFolder: Bool)] {
+    ///
+    /// Without `names`, no name is made (the quota needs only sizes). With `nameBytes`, the walk
+    /// stops, giving nil, once the names would take more bytes than that: a caller that must
+    /// bound what it holds never holds a longer list.
+    func files(
+        removingTemporaries: Bool, names: Bool = true, nameBytes: Int = .max
+    ) -> [(name: String?, size: Int64, isFolder: Bool)]? {
         var found: [(name: String?, size: Int64, isFolder: Bool)] = []
-        TransferFolder.walk(dup(fd), prefix: "", depth: 0, removingTemporaries: removingTemporaries, into: &found)
-        return found
+        var budget = nameBytes
+        TransferFolder.walk(
+            dup(fd), prefix: names ? "" : nil, depth: 0, removingTemporaries: removingTemporaries, budget: &budget,
+            into: &found)
+        return budget < 0 ? nil : found
     }
 
     /// Folders deeper than this are not walked: no plugin call makes them (a name has at most
@@ -248,7 +257,7 @@ final class TransferFolder {
 
     /// Walks the folder open as `fd`, which it closes.
     private static func walk(
-        _ fd: Int32, prefix: String?, depth: Int, removingTemporaries: Bool,
+        _ fd: Int32, prefix: String?, depth: Int, removingTemporaries: Bool, budget: inout Int,
         into found: inout [(name: String?, size: Int64, isFolder: Bool)]
     ) {
         guard fd >= 0 else { return }
@@ -257,7 +266,7 @@ final class TransferFolder {
             return
         }
         defer { closedir(dir) }
-        while let entry = readdir(dir) {
+        while budget >= 0, let entry = readdir(dir) {
             let raw = withUnsafeBytes(of: entry.pointee.d_name) { buffer in Array(buffer.prefix { $0 != 0 }) }
             if raw == [UInt8(ascii: ".")] || raw == [UInt8(ascii: "."), UInt8(ascii: ".")] { continue }
             let cName = raw.map { CChar(bitPattern: $0) } + [0]
@@ -271,11 +280,14 @@ final class TransferFolder {
                     unlinkat(dirfd(dir), cName, 0)
                     continue
                 }
+                if let name { budget -= name.utf8.count }
                 found.append((name, Int64(st.st_size), false))
             case S_IFDIR where depth < maximumDepth:
                 found.append((nil, 0, true))
                 let child = openat(dirfd(dir), cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                walk(child, prefix: name, depth: depth + 1, removingTemporaries: removingTemporaries, into: &found)
+                walk(
+                    child, prefix: name, depth: depth + 1, removingTemporaries: removingTemporaries, budget: &budget,
+                    into: &found)
             default: continue
             }
         }
