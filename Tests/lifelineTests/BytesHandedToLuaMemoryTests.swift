@@ -79,7 +79,8 @@ private final class Pair {
     }
 
     /// Runs the plugins of `folder` once, checking that they ran to the end.
-    func run(_ folder: String, scenario: String) throws -> Int {
+    func run(_ folder: String, scenario: String, fresh: Bool = false) throws -> Int {
+        if fresh { try? FileManager.default.removeItem(atPath: state) }
         let r = try peakOf([
             "simulate", "--plugins", ws.path + "/" + folder, "--scenario", scenario, "--state-dir", state,
             "--report", ws.path + "/r.json",
@@ -92,10 +93,11 @@ private final class Pair {
 
     /// How much more the hostile plugin's run peaks than the calm one's (KiB), each the lowest of
     /// three runs, so a slow moment of the machine does not count.
-    func growth(scenario: String = "0s launch\n1s background\n") throws -> Int {
+    /// With `fresh`, each run starts on an empty state dir.
+    func growth(scenario: String = "0s launch\n1s background\n", fresh: Bool = false) throws -> Int {
         let path = try ws.file("s.scenario", scenario)
-        let calm = try (0..<3).map { _ in try run("calm", scenario: path) }.min()!
-        let hostile = try (0..<3).map { _ in try run("hostile", scenario: path) }.min()!
+        let calm = try (0..<3).map { _ in try run("calm", scenario: path, fresh: fresh) }.min()!
+        let hostile = try (0..<3).map { _ in try run("hostile", scenario: path, fresh: fresh) }.min()!
         return hostile - calm
     }
 }
@@ -219,5 +221,39 @@ private let MiB = 1024 * 1024
         let growth = try pair.growth()
         print("files.list of 5,000 long names, cap 256 KiB: the host grew by \(growth) KiB")
         #expect(growth <= cap + 1024, "the host grew by \(growth) KiB")
+    }
+
+    /// lifeline.transfers.list under a 4 MiB cap, over 100 downloads with 4 KB URLs, called until
+    /// it raises: the records the host reads from the ledger, and each Lua table, are bounded by
+    /// the cap. The calm run starts the same downloads, so only the lists count.
+    @Test func transfersList_underA4MiBCap_growsTheHostByTheCapPlus1MiBAtMost() throws {
+        let cap = 4
+        let start = """
+            local function start()
+              for i = 1, 100 do
+                lifeline.transfers.download{url = 'http://example.org/' .. string.rep('u', 4000) .. i, to = 'f' .. i}
+              end
+            end
+            """
+        let pair = try Pair(
+            calm: start + "\nlifeline.on('didFinishLaunching', start)\n",
+            hostile: start + """
+
+                lifeline.on('didFinishLaunching', function()
+                  start()
+                  local keep, ok, err = {}, true, nil
+                  while ok and #keep < 10000 do
+                    ok, err = pcall(function() keep[#keep + 1] = lifeline.transfers.list() end)
+                  end
+                  assert(#keep > 1 and #keep[1] == 100, tostring(#keep))
+                  assert(err == 'not enough memory', tostring(err))
+                  keep = nil
+                end)
+                """,
+            toml: "[limits]\nmemory = \"\(cap)MiB\"\n[permissions]\nnetwork = [\"example.org:*\"]\n")
+        let growth = try pair.growth(
+            scenario: "0s http GET example.org/* -> 200 size=10 in 100s\n0s launch\n1s background\n", fresh: true)
+        print("transfers.list until it raises, cap 4 MiB: the host grew by \(growth) KiB")
+        #expect(growth <= cap * 1024 + 1024, "the host grew by \(growth) KiB")
     }
 }
