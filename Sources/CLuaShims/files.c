@@ -169,7 +169,8 @@ int lifeline_load_inside(lua_State *L, const char *root, const char *path, int *
 // would grow the host by 60 MB under a 32 MiB cap. So the file is read into a block laid out as
 // the string will be (the bytes at the offset where Lua keeps a string's bytes), and the
 // allocator hands that very block to lua_pushlstring's allocation: its copy is then of each byte
-// onto itself, and the file is held once.
+// onto itself (a memcpy whose source is its destination, which AddressSanitizer accepts as it
+// does for printf's own), and the file is held once.
 
 /// Where a long string's bytes lie in its block: learnt once, from a string pushed while the
 /// allocator records its block. -1: not learnt yet; -2: it could not be (files are then read into
