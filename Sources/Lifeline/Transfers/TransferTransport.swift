@@ -145,13 +145,18 @@ public final class DownloadFile: @unchecked Sendable {
 
     deinit { close() }
 
+    /// The most a validator sidecar holds: an ETag and a date, with room to spare.
+    static let maximumValidatorBytes = 16 * 1024
+
     /// Where a download resumes: the bytes in its partial file, and the validators they came with.
     public static func resumePoint(
         root: String, partialName: String
     ) -> (bytes: Int64, etag: String?, lastModified: String?) {
+        // The validators are two header values: a sidecar larger than that is not one the host
+        // wrote, and the download starts again from zero rather than read it all.
         guard let (folder, leaf) = try? TransferFolder.holding(partialName, in: root, create: false),
             let bytes = folder.size(of: leaf), bytes > 0,
-            let validators = try? folder.read(validatorName(leaf))
+            case .bytes(let validators)? = try? folder.read(validatorName(leaf), limit: maximumValidatorBytes)
         else { return (0, nil, nil) }
         let text = String(decoding: validators, as: UTF8.self)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
