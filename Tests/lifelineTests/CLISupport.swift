@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Lifeline
 import Testing
 
 /// Runs the built `lifeline` binary as a user would.
@@ -44,8 +44,10 @@ enum CLI {
 
 /// Collects a pipe's bytes as they arrive.
 final class Captured: Sendable {
-    private let data = Mutex(Data())
-    private let eof = Mutex(false)
+    // Lifeline's pthread lock, not Synchronization.Mutex: ThreadSanitizer cannot see a Mutex wait
+    // on Linux, so a contended one would read as a race.
+    private let data = Locked(Data())
+    private let eof = Locked(false)
 
     /// Reads on a thread of its own until the end of the pipe: on Linux, FileHandle's
     /// readabilityHandler now and then never reports the end of a pipe whose writer exited at

@@ -1,8 +1,8 @@
 import Foundation
+import Lifeline
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 // A real HTTP/1.1 file server on 127.0.0.1 for the transfer tests: byte ranges with If-Range, an
 // ETag that a test can change, and faults it can inject. Every test starts its own.
@@ -41,12 +41,13 @@ final class RangeServer: Sendable {
 
     let port: Int
     private let channel: any Channel
-    let state: Mutex<State>
+    // Lifeline.Locked, not Synchronization.Mutex: ThreadSanitizer cannot see a Mutex wait on Linux.
+    let state: Lifeline.Locked<State>
 
     private init(channel: any Channel, port: Int) {
         self.channel = channel
         self.port = port
-        self.state = Mutex(State())
+        self.state = Lifeline.Locked(State())
     }
 
     static func start() async throws -> RangeServer {
@@ -86,7 +87,7 @@ final class RangeServer: Sendable {
 
 /// Lets the handlers reach the server made after the bootstrap.
 private final class StateBox: Sendable {
-    let server = Mutex<RangeServer?>(nil)
+    let server = Lifeline.Locked<RangeServer?>(nil)
 }
 
 /// Deterministic test bytes: not all zeros, so a splice of the wrong bytes shows.

@@ -3,7 +3,6 @@ import Lifeline
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 // A real HTTP/1.1 server on 127.0.0.1, in process, for the transport's tests. Every test starts its
 // own, so the counters it keeps belong to that test alone.
@@ -115,7 +114,7 @@ final class ServerState: Sendable {
         var requests: [String: Int] = [:]
     }
 
-    private let counts = Mutex(Counts())
+    private let counts = Lifeline.Locked(Counts())
 
     var snapshot: Counts { counts.withLock { $0 } }
     func setPort(_ port: Int) { counts.withLock { $0.port = port } }
@@ -322,9 +321,11 @@ func withTestServer<T>(_ body: (TestServer) async throws -> T) async throws -> T
 }
 
 /// A value shared between a test and the callbacks it drives (transport completions, plugin code).
+/// Behind Lifeline's pthread mutex, not Synchronization.Mutex, whose wait on Linux ThreadSanitizer
+/// cannot see: a contended lock would read as a race.
 final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
+    private let mutex: Lifeline.Locked<Value>
+    init(_ value: Value) { mutex = Lifeline.Locked(value) }
     var value: Value {
         get { mutex.withLock { $0 } }
         set { mutex.withLock { $0 = newValue } }
