@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import AsyncHTTPClient
 import Foundation
 import Lifeline
@@ -27,10 +30,18 @@ extension AsyncHTTPTransport: TransferTransport {
             let headers = HTTPHeaders(attempt.request.headers)
             var body: HTTPClient.Body?
             if attempt.kind == .upload {
-                // The whole file is read, then sent: uploads are plugins' own files, not media.
-                let bytes = try attempt.uploadBytes()
-                uploadSize = Int64(bytes.count)
-                body = .bytes(bytes)
+                // Sent as it is read, a chunk at a time: a file of any size (a download uploaded
+                // again, say) costs the host one chunk, not its whole length.
+                let file = UploadFile(try attempt.openUpload())
+                let size = file.open.size
+                uploadSize = size
+                body = .stream(contentLength: size) { writer in
+                    // From the start each time the client sends the body (a redirect sends it again).
+                    guard file.open.rewind() else {
+                        return writer.write(.byteBuffer(ByteBuffer())).flatMapThrowing { throw file.open.readError() }
+                    }
+                    return AsyncHTTPTransport.send(file, left: size, to: writer)
+                }
             }
             outgoing = try HTTPClient.Request(
                 url: url, method: HTTPMethod(rawValue: attempt.request.method), headers: headers, body: body)
@@ -166,4 +177,41 @@ private final class Streamer: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         return file.finish(sha256: attempt.sha256).result ?? .response(status: status, headers: headers, bytes: file.size)
     }
+}
+
+extension AsyncHTTPTransport {
+    /// The bytes of a file's chunk at a time.
+    static let uploadChunkBytes = 1 << 16
+
+    /// Writes the next `left` bytes of `file` to `writer`, one chunk after the last was taken. The
+    /// request promised its length: a file that shrank meanwhile fails the attempt (which retries),
+    /// and one that grew is sent only up to the promised length.
+    static func send(_ file: UploadFile, left: Int64, to writer: HTTPClient.Body.StreamWriter) -> EventLoopFuture<Void> {
+        var buffer = ByteBuffer()
+        let want = Int(min(Int64(uploadChunkBytes), left))
+        var failure: TransferError?
+        if want > 0 {
+            buffer.reserveCapacity(want)
+            let n = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { raw in
+                while true {
+                    let n = Glibc.read(file.open.fd, raw.baseAddress, want)
+                    if n < 0 && errno == EINTR { continue }
+                    return max(n, 0)
+                }
+            }
+            if n == 0 { failure = TransferError("'\(file.open.name)' changed while it was being sent") }
+        }
+        let written = writer.write(.byteBuffer(buffer))
+        if let failure { return written.flatMapThrowing { throw failure } }
+        let rest = left - Int64(buffer.readableBytes)
+        return rest <= 0 ? written : written.flatMap { send(file, left: rest, to: writer) }
+    }
+}
+
+/// An upload's open file, handed to the HTTP client's body stream. The client calls the stream,
+/// and each chunk's continuation, one after another on the request's event loop, so the file is
+/// never read from two threads at once.
+final class UploadFile: @unchecked Sendable {
+    let open: OpenFile
+    init(_ open: OpenFile) { self.open = open }
 }

@@ -42,6 +42,16 @@ public struct TransferAttempt: Sendable {
         return try folder.read(leaf)
     }
 
+    /// An upload's file, opened through its checked folder and sized, for a transport that sends
+    /// it a chunk at a time: the host then holds one chunk of a file of any size, not all of it.
+    package func openUpload() throws(TransferError) -> OpenFile {
+        let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)
+        guard let file = try folder.openForReading(leaf) else {
+            throw TransferError("cannot open '\(folder.relative(leaf))': \(String(cString: strerror(ENOENT)))")
+        }
+        return file
+    }
+
     /// The size of an upload's file, read through its checked folder.
     public func uploadSize() throws(TransferError) -> Int64 {
         let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)

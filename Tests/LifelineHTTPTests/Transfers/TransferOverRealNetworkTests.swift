@@ -238,6 +238,22 @@ struct TransferOverRealNetworkTests {
         }
     }
 
+    /// The file is sent as it is read, a chunk at a time: many chunks and none arrive whole.
+    @Test(arguments: [0, 1, 65_536, 65_537, 3_000_017])
+    func anUpload_ofAnySize_arrivesByteForByte(size: Int) async throws {
+        try await withServer { server in
+            let content = testBytes(size, seed: 11)
+            let source = "lifeline.transfers.upload{url = '\(server.url("/upload/big"))', from = 'big.bin', method = 'PUT'}"
+            try await withHost(source, prepare: { files in
+                try Data(content).write(to: URL(fileURLWithPath: files + "/big.bin"))
+            }) { s in
+                #expect(s.drive { !s.marks.isEmpty })
+                #expect(s.marks == ["finish 1"])
+                #expect(server.file("big") == content)
+            }
+        }
+    }
+
     @Test func anUpload_sendsAFileThePluginWroteWithLifelineFiles_byteForByte() async throws {
         try await withServer { server in
             // Every byte value, NUL included, as Lua builds them.
