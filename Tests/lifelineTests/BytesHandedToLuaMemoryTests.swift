@@ -10,58 +10,6 @@ import Glibc
 // Each test measures the peak resident memory of `simulate` (wait4's ru_maxrss, the child's own
 // figure) with a plugin that makes the call, against the same run with a plugin that does not.
 
-/// Runs lifeline with its output thrown away; its exit status and peak resident memory (KiB).
-///
-/// A child made by posix_spawn (a vfork) starts its peak at the test process's own peak: the
-/// kernel records the peak of the memory it leaves at exec, which is the parent's. The test
-/// process may be far larger than lifeline, and every run would then measure the same. So when
-/// python3 is there, a small python process spawns lifeline and reports its peak (wait4 there).
-private func peakOf(_ arguments: [String]) throws -> (status: Int32, peakKiB: Int) {
-    if let python = ProcessInfo.processInfo.environment["PATH"]?.split(separator: ":").map({ $0 + "/python3" })
-        .first(where: { FileManager.default.isExecutableFile(atPath: $0) })
-    {
-        let script = """
-            import os, sys
-            null = [(os.POSIX_SPAWN_OPEN, fd, '/dev/null', os.O_WRONLY, 0) for fd in (1, 2)]
-            pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ), file_actions=null)
-            _, status, usage = os.wait4(pid, 0)
-            code = os.waitstatus_to_exitcode(status)
-            print(128 - code if code < 0 else code, usage.ru_maxrss)
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script, CLI.binary] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let fields = String(decoding: data, as: UTF8.self).split(separator: " ").compactMap {
-            Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        if process.terminationStatus == 0, fields.count == 2 { return (Int32(fields[0]), fields[1]) }
-    }
-    return try spawnedPeakOf(arguments)
-}
-
-/// `peakOf` without python: spawned from the test process itself.
-private func spawnedPeakOf(_ arguments: [String]) throws -> (status: Int32, peakKiB: Int) {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = ([CLI.binary] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    guard posix_spawn(&pid, CLI.binary, &actions, nil, argv, environ) == 0 else { throw CocoaError(.executableLoad) }
-    var status: Int32 = 0
-    var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-    let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    return (exit, Int(usage.ru_maxrss))
-}
-
 /// A workspace with two plugin folders, `calm` and `hostile`, each holding plugin "p", and one
 /// state dir they share (so a file or a stored value made beforehand is there for both).
 private final class Pair {
@@ -81,7 +29,7 @@ private final class Pair {
     /// Runs the plugins of `folder` once, checking that they ran to the end.
     func run(_ folder: String, scenario: String, fresh: Bool = false) throws -> Int {
         if fresh { try? FileManager.default.removeItem(atPath: state) }
-        let r = try peakOf([
+        let r = try CLI.runMeasuringPeakMemory([
             "simulate", "--plugins", ws.path + "/" + folder, "--scenario", scenario, "--state-dir", state,
             "--report", ws.path + "/r.json",
         ])

@@ -5,31 +5,11 @@ import Testing
 import Glibc
 #endif
 
-/// Runs lifeline with stdout and stderr thrown away and returns its exit status and its peak
-/// resident memory (KiB), from wait4: that child's own figure, whatever other tests run meanwhile.
-private func runMeasuringPeakMemory(_ arguments: [String]) throws -> (status: Int32, peakKiB: Int) {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = ([CLI.binary] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, CLI.binary, &actions, nil, argv, environ)
-    guard spawned == 0 else { throw CocoaError(.executableLoad) }
-    var status: Int32 = 0
-    var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-    let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    return (exit, Int(usage.ru_maxrss))
-}
-
 /// The peak memory (KiB) of `simulate` over `hostile`'s plugins, and over `calm`'s, each the lowest
 /// of three runs (so a slow moment of the machine does not count); every run must exit 0.
 private func peaks(calm: Workspace, hostile: Workspace, scenario: String) throws -> (calm: Int, hostile: Int) {
     func peak(_ ws: Workspace) throws -> Int {
-        let r = try runMeasuringPeakMemory(
+        let r = try CLI.runMeasuringPeakMemory(
             ["simulate", "--plugins", ws.plugins, "--scenario", scenario, "--report", ws.path + "/r.json"])
         #expect(r.status == 0, "a plugin's assert failed or the host did not finish")
         return r.peakKiB
