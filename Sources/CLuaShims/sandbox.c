@@ -73,6 +73,9 @@ static int lifeline_key_compare(const void *a, const void *b) {
 
 // The iterator: upvalue 1 is the sorted keys, upvalue 2 the next position.
 static int lifeline_sorted_next(lua_State *L) {
+    // A plugin may call the iterator itself, with anything: raw access to a non-table would
+    // crash the host, so it is refused as next() refuses it.
+    luaL_checktype(L, 1, LUA_TTABLE);
     lua_Integer pos = lua_tointeger(L, lua_upvalueindex(2));
     for (;;) {
         pos++;

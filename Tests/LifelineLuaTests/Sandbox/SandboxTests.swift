@@ -26,6 +26,20 @@ func sandbox_require_resolvesNoStandardLibrary(_ name: String) throws {
         == ["false not found"])
 }
 
+/// pairs' iterator, called by the plugin with something other than a table, is refused as
+/// next() refuses it: raw access to a number once ended the host with SIGSEGV.
+@Test(arguments: ["5", "nil", "'text'", "true", "function() end"])
+func sandbox_pairsIterator_calledWithANonTable_raises(_ value: String) throws {
+    let source = """
+        local it = pairs({a = 1})
+        local ok, err = pcall(it, \(value))
+        mark(tostring(ok) .. ' ' .. tostring(err):match('table expected'))
+        local k, v = it({a = 2})
+        mark(tostring(k) .. ' ' .. tostring(v))
+        """
+    #expect(try marksOf(source) == ["false table expected", "a 2"])
+}
+
 @Test func sandbox_io_isNotAvailable() throws {
     #expect(try marksOf("mark(tostring(io == nil and _G.io == nil))") == ["true"])
 }
