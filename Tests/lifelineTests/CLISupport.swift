@@ -161,18 +161,38 @@ extension CLI {
                 code = os.waitstatus_to_exitcode(status)
                 print(128 - code if code < 0 else code, usage.ru_maxrss)
                 """
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = ["-c", script, CLI.binary] + arguments
-            let out = Pipe()
-            process.standardOutput = out
-            try process.run()
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            let fields = String(decoding: data, as: UTF8.self).split(separator: " ").compactMap {
-                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            // Spawned and waited for here, not through Foundation's Process, whose reaping the
+            // many processes other tests start at once must not hold up; the pipe is close-on-exec,
+            // so no other test's child can inherit it and keep it open.
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw CocoaError(.fileWriteUnknown) }
+            for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+            let argv = ([python, "-c", script, CLI.binary] + arguments).map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            var pid: pid_t = 0
+            let spawned = posix_spawn(&pid, python, &actions, nil, argv, environ)
+            close(ends[1])
+            var output: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 256)
+            while spawned == 0 {
+                let n = read(ends[0], &chunk, chunk.count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                output += chunk[0..<n]
             }
-            if process.terminationStatus == 0, fields.count == 2 { return (Int32(fields[0]), fields[1]) }
+            close(ends[0])
+            if spawned == 0 {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                let fields = String(decoding: output, as: UTF8.self).split(separator: " ").compactMap {
+                    Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
+                if (status & 0x7f) == 0, (status >> 8) & 0xff == 0, fields.count == 2 { return (Int32(fields[0]), fields[1]) }
+            }
         }
         return try spawnedPeakOf(arguments)
     }
