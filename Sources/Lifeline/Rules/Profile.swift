@@ -120,9 +120,9 @@ extension Profile {
     /// A number of seconds as a person writes one for a figure, on a command line say: a plain
     /// number (`30`, `0.25`), or a duration as a scenario writes one (`500ms`, `2m`, `5m10s`),
     /// since every duration Lifeline reads takes the same forms. It keeps the text, and is read
-    /// when the place it came from is known, for the message. Every value lies from 0 to 100
-    /// years, as a scenario's times do, so no figure can overflow the clock or the report; tighter
-    /// checks (above 0, say) are the figure's own.
+    /// when the place it came from is known, for the message. No value passes 100 years, as no
+    /// scenario time does, so no figure can overflow the clock or the report; the lower bound (0,
+    /// or above 0) and NaN are each figure's own to refuse.
     public struct Seconds: Sendable, Equatable {
         /// As written.
         public let text: String
