@@ -4,8 +4,8 @@ import Logging
 
 /// The profile and every figure of it that can be overridden (SPEC 4.3).
 struct ProfileOptions: ParsableArguments {
-    @Option(help: "The profile: ios6, ios7 or ios13.")
-    var profile: String = "ios13"
+    @Option(help: "The profile: ios6, ios7 or ios13 (default: a scenario's profile line, else ios13); over a scenario's profile line.")
+    var profile: String?
 
     @Option(help: SecondsOption.budget.help)
     var budget: Profile.Seconds?
@@ -58,7 +58,9 @@ struct ProfileOptions: ParsableArguments {
         if Logger.Level(rawValue: logLevel) == nil && logLevel != "warning" {
             throw ValidationError("--log-level must be debug, info, warning or error")
         }
-        do { _ = try Profile.named(profile) } catch { throw ValidationError(error.message) }
+        if let profile {
+            do { _ = try Profile.named(profile) } catch { throw ValidationError(error.message) }
+        }
         if let taskPolicy {
             do { _ = try TaskPolicy.parse(taskPolicy, at: "--task-policy") } catch { throw ValidationError(error.message) }
         }
@@ -69,8 +71,15 @@ struct ProfileOptions: ParsableArguments {
 
     var level: Logger.Level { logLevel == "warning" ? .warning : Logger.Level(rawValue: logLevel) ?? .info }
 
-    func resolved() throws(LifelineError) -> Profile {
-        var p = try Profile.named(profile)
+    /// The profile in force: the flag's, else the scenario's `profile` line's, else ios13; then the
+    /// scenario's `limit` lines; then the figure flags, which win over both.
+    func resolved(scenario: Scenario? = nil) throws(LifelineError) -> Profile {
+        var p: Profile
+        if let scenario {
+            p = try scenario.profile(named: profile)
+        } else {
+            p = try Profile.named(profile ?? Profile.ios13.name)
+        }
         // validate() has read them all.
         guard let figures = try? figuresInSeconds() else { throw .internalError("a profile figure was not validated") }
         for (figure, seconds) in figures { p[keyPath: figure] = seconds }

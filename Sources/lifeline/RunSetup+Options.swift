@@ -8,7 +8,7 @@ extension RunSetup {
         _ pluginOptions: PluginOptions, _ profileOptions: ProfileOptions, pictures: PictureOptions,
         scenario: Scenario? = nil, stateDirectory: String?, reportPath: String?
     ) throws(LifelineError) {
-        self.init(plugins: try pluginOptions.descriptors(for: scenario), profile: try profileOptions.resolved())
+        self.init(plugins: try pluginOptions.descriptors(for: scenario), profile: try profileOptions.resolved(scenario: scenario))
         self.stateDirectory = stateDirectory
         self.reportPath = reportPath
         isDrawn = pictures.any

@@ -117,6 +117,77 @@ public struct Profile: Equatable, Sendable {
 }
 
 extension Profile {
+    /// A figure of the profile that a flag (`--budget 10m`) or a scenario's `limit` line
+    /// (`limit budget 10m`) sets: its name is the flag's without the `--`.
+    public enum Figure: String, CaseIterable, Sendable {
+        case budget
+        case expirationLead = "expiration-lead"
+        case launchLimit = "launch-limit"
+        case backgroundLimit = "background-limit"
+        case transitionLimit = "transition-limit"
+        case terminateLimit = "terminate-limit"
+        case expirationHandlerLimit = "expiration-handler-limit"
+        case taskLimit = "task-limit"
+        case fetchLimit = "fetch-limit"
+        case refreshTaskLimit = "refresh-task-limit"
+        case processingTaskLimit = "processing-task-limit"
+        case transferEventsLimit = "transfer-events-limit"
+
+        /// The names, for messages.
+        public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
+
+        /// Where the figure lives; nil for `task-limit`, a count rather than seconds.
+        public var seconds: WritableKeyPath<Profile, Double>? {
+            switch self {
+            case .budget: return \.budget
+            case .expirationLead: return \.expirationLead
+            case .launchLimit: return \.launchLimit
+            case .backgroundLimit: return \.backgroundLimit
+            case .transitionLimit: return \.transitionLimit
+            case .terminateLimit: return \.terminateLimit
+            case .expirationHandlerLimit: return \.expirationHandlerLimit
+            case .taskLimit: return nil
+            case .fetchLimit: return \.fetchLimit
+            case .refreshTaskLimit: return \.refreshTaskLimit
+            case .processingTaskLimit: return \.processingTaskLimit
+            case .transferEventsLimit: return \.transferEventsLimit
+            }
+        }
+
+        /// A figure's value: seconds, or for `task-limit` a count.
+        public enum Value: Equatable, Sendable {
+            case seconds(Double)
+            case count(Int)
+        }
+
+        /// Reads the figure's value as its flag takes it: seconds (a plain number or a duration,
+        /// `Seconds`), 0 or more and at most 100 years; for `task-limit`, a whole number, 1 or
+        /// more. `at` starts the message.
+        public func value(_ text: String, at: String) throws(LifelineError) -> Value {
+            guard seconds != nil else {
+                guard let count = Int(text), count >= 1 else {
+                    throw .badInput("\(at): task-limit must be a whole number, at least 1, not '\(text)'")
+                }
+                return .count(count)
+            }
+            let value = try Seconds(text).value(at: at)
+            guard value.isFinite, value >= 0 else {
+                throw .badInput("\(at): \(rawValue) must be a number of seconds >= 0, not '\(text)'")
+            }
+            return .seconds(value)
+        }
+
+        /// Sets the figure to `value`, as `value(_:at:)` read it.
+        public func apply(_ value: Value, to profile: inout Profile) {
+            switch value {
+            case .seconds(let s): if let seconds { profile[keyPath: seconds] = s }
+            case .count(let n): if self == .taskLimit { profile.taskLimit = n }
+            }
+        }
+    }
+}
+
+extension Profile {
     /// A number of seconds as a person writes one for a figure, on a command line say: a plain
     /// number (`30`, `0.25`), or a duration as a scenario writes one (`500ms`, `2m`, `5m10s`),
     /// since every duration Lifeline reads takes the same forms. It keeps the text, and is read

@@ -30,6 +30,29 @@ public struct Scenario: Equatable, Sendable {
     /// How eager the system is to run scheduled tasks (`task-policy POLICY` line), unless
     /// `--task-policy` says otherwise.
     public var taskPolicy: TaskPolicy?
+    /// The profile this scenario is written for (`profile NAME` line), unless `--profile` says
+    /// otherwise; nil: ios13.
+    public var profileName: String?
+    /// The figures this scenario sets (`limit NAME VALUE` lines), in file order, each over its
+    /// profile's and under its flag's (`--budget` for `limit budget`).
+    public var limits: [Limit] = []
+
+    /// A `limit NAME VALUE` line.
+    public struct Limit: Equatable, Sendable {
+        public var figure: Profile.Figure
+        public var value: Profile.Figure.Value
+        /// 1-based line number in the file.
+        public var line: Int
+    }
+
+    /// The profile the scenario runs under, before the flags' own figures: the one named `flag`
+    /// (`--profile`) when given, else the `profile` line's, else ios13; then its `limit` lines.
+    /// `lifeline simulate` and `lifeline test` apply the figure flags over it.
+    public func profile(named flag: String? = nil) throws(LifelineError) -> Profile {
+        var profile = try Profile.named(flag ?? profileName ?? Profile.ios13.name)
+        for limit in limits { limit.figure.apply(limit.value, to: &profile) }
+        return profile
+    }
 
     public init(
         entries: [Entry], fileName: String, network: [NetworkRule] = [], expectations: [Expectation] = [],
@@ -59,6 +82,8 @@ public struct Scenario: Equatable, Sendable {
         var uses: [String] = []
         var useLines: [String: Int] = [:]
         var taskPolicy: TaskPolicy?
+        var profileName: String?
+        var limits: [Limit] = []
         var lifecycle = Lifecycle()
         var lastStepTime = HostTime.zero
         var lineNumber = 0
@@ -86,6 +111,35 @@ public struct Scenario: Equatable, Sendable {
                 } catch {
                     throw .badInput(error.message)
                 }
+                continue
+            }
+            if words[0] == "profile" {
+                let names = Profile.all.map(\.name).joined(separator: ", ")
+                guard words.count == 2 else {
+                    throw .badInput("\(at): 'profile' takes one profile name: \(names)")
+                }
+                guard profileName == nil else { throw .badInput("\(at): a second 'profile' line") }
+                guard Profile.all.contains(where: { $0.name == words[1] }) else {
+                    throw .badInput("\(at): unknown profile '\(words[1])'; the profiles are: \(names)")
+                }
+                profileName = String(words[1])
+                continue
+            }
+            if words[0] == "limit" {
+                guard words.count == 3 else {
+                    throw .badInput(
+                        "\(at): 'limit' takes a figure and its value, as in 'limit budget 10m'; the figures are: "
+                            + Profile.Figure.names)
+                }
+                guard let figure = Profile.Figure(rawValue: String(words[1])) else {
+                    throw .badInput(
+                        "\(at): unknown figure '\(words[1])'; the figures are: \(Profile.Figure.names)")
+                }
+                if let first = limits.first(where: { $0.figure == figure }) {
+                    throw .badInput("\(at): '\(figure.rawValue)' is set twice; the first is on line \(first.line)")
+                }
+                let value = try figure.value(String(words[2]), at: at)
+                limits.append(Limit(figure: figure, value: value, line: lineNumber))
                 continue
             }
             if words[0] == "uses" {
@@ -137,6 +191,8 @@ public struct Scenario: Equatable, Sendable {
             entries: entries, fileName: fileName, network: network, expectations: expectations, uses: uses)
         scenario.useLines = useLines
         scenario.taskPolicy = taskPolicy
+        scenario.profileName = profileName
+        scenario.limits = limits
         return scenario
     }
 
