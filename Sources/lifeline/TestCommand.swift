@@ -20,6 +20,13 @@ struct TestCommand: ParsableCommand {
             then 'N passed, M failed'. A scenario's further failure lines go to
             stderr, under its name.
 
+            --filter TEXT keeps the scenarios whose path as printed
+            (PLUGIN/scenarios/NAME.scenario) contains TEXT, case and all.
+            --shard INDEX/COUNT then keeps the INDEX-th of COUNT disjoint slices of
+            the scenarios left, numbered in the order above from 0: scenario i is in
+            shard i % COUNT + 1. The COUNT shards of a CI matrix run every scenario
+            once; a shard left with none passes with '0 passed, 0 failed'.
+
             A scenario passes when simulate exits 0: with expect lines, every one
             holds and nothing unexpected happened (a termination or a pluginError
             that no line expects); without, the app was not terminated and no
@@ -29,13 +36,29 @@ struct TestCommand: ParsableCommand {
               0   every scenario passed
               1   one or more failed
               64  bad usage
-              65  DIR is missing, or holds no scenario
+              65  DIR is missing, or holds no scenario, or none matches --filter
               70  an internal error
             """
     )
 
     @Argument(help: ArgumentHelp("The folder of plugins.", valueName: "DIR"))
     var directory: String = "plugins"
+
+    @Option(
+        help: ArgumentHelp(
+            "Test only the scenarios whose path as printed (PLUGIN/scenarios/NAME.scenario) contains this text.",
+            valueName: "TEXT"))
+    var filter: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Test only this slice of the scenarios (after --filter), as in 2/4: scenario i (from 0, in the order "
+                + "they are listed) is in shard i % COUNT + 1.",
+            valueName: "INDEX/COUNT"))
+    var shard: String?
+
+    /// `--shard` read (`validate` has checked it); every scenario without it.
+    private var slice: Shard { shard.flatMap { try? Shard.parse($0) } ?? .all }
 
     @Option(help: "How many scenarios to simulate at once (default: the number of cores).")
     var jobs: Int?
@@ -60,6 +83,9 @@ struct TestCommand: ParsableCommand {
 
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1") }
+        if let shard {
+            do { _ = try Shard.parse(shard) } catch { throw ValidationError(error.message) }
+        }
         let seconds = try SecondsOption.timeout.value(timeout) ?? 300
         if !(seconds.isFinite && seconds > 0) { throw ValidationError("--timeout must be a number of seconds > 0") }
         checkWritable(junit, "--junit")
@@ -74,10 +100,7 @@ struct TestCommand: ParsableCommand {
         // Ended by a signal, the test still ends its simulations and removes its temporary folder.
         ExitOnSignals.install(before: ChildProcess.killRunning)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
-            let files = try ScenarioFile.find(in: directory)
-            guard !files.isEmpty else {
-                throw .badInput("no scenarios to test: nothing matches '\(directory)/*/scenarios/*.scenario'")
-            }
+            let files = try Self.select(ScenarioFile.find(in: directory), in: directory, filter: filter, shard: slice)
             let temporary = try TemporaryDirectory(prefix: "lifeline-test-")
             defer { temporary.remove() }
             let start = ContinuousClock.now
@@ -100,6 +123,28 @@ struct TestCommand: ParsableCommand {
             }
             return failed > 0 ? 1 : 0
         }
+    }
+
+    /// The scenarios to test: those whose printed path contains `filter`, then those of `shard`,
+    /// numbered in the order they are listed. A folder without scenarios, or a filter that keeps
+    /// none, is bad input; a shard left with none is not (a CI matrix may have more shards than
+    /// scenarios).
+    static func select(
+        _ files: [ScenarioFile], in directory: String, filter: String?, shard: Shard
+    ) throws(LifelineError) -> [ScenarioFile] {
+        guard !files.isEmpty else {
+            throw .badInput("no scenarios to test: nothing matches '\(directory)/*/scenarios/*.scenario'")
+        }
+        var kept = files
+        if let filter {
+            kept = kept.filter { $0.display.contains(filter) }
+            guard !kept.isEmpty else {
+                throw .badInput(
+                    "no scenario matches --filter '\(filter)': none of the \(files.count) paths "
+                        + "(PLUGIN/scenarios/NAME.scenario) contains it")
+            }
+        }
+        return kept.indices.filter(shard.contains).map { kept[$0] }
     }
 
     /// Simulates every scenario, `jobs` at a time, printing each verdict as soon as those before
