@@ -27,6 +27,7 @@ public enum ReportEvents {
         ]
         table["systemTaskCancelled"] = ["plugin", "identifier"]
         table["systemTaskDropped"] = ["plugin", "identifier", "reason"]
+        table["taskDeferred"] = ["plugin", "identifier", "reason", "until"]
         table["systemTaskStarted"] = systemTask
         table["systemTaskExpiring"] = systemTask
         table["systemTaskCompleted"] = systemTask + ["success"]
@@ -89,6 +90,7 @@ public enum ReportEvents {
                 "replaced": booleans,
             ],
             "systemTaskDropped": ["reason": ["noHandler"]],
+            "taskDeferred": ["reason": TaskRequests.Deferral.allCases.map(\.rawValue)],
             "systemTaskStarted": ["kind": SystemTaskKind.allCases.map(\.rawValue)],
             "systemTaskExpiring": ["kind": SystemTaskKind.allCases.map(\.rawValue)],
             "systemTaskCompleted": ["kind": SystemTaskKind.allCases.map(\.rawValue), "success": booleans],

@@ -369,10 +369,19 @@ final class SystemWork {
     private func evaluate() {
         guard !session.isStopped else { return }
         let foreground = session.appRunning && (session.visibleState == .active || session.visibleState == .inactive)
-        let (ready, more, next) = requests.takeReady(
+        let (ready, more, next, deferred) = requests.takeReady(
             now: session.now, policy: policy,
             conditions: TaskRequests.Conditions(
                 foreground: foreground, userQuit: userQuit, networkAvailable: networkAvailable, charging: charging))
+        // Why the others did not run, once per request and reason (`TaskRequests.takeReady`).
+        for d in deferred {
+            var fields: [(String, JSONValue)] = [
+                ("plugin", .string(d.request.plugin)), ("identifier", .string(d.request.request.identifier)),
+                ("reason", .string(d.reason.rawValue)),
+            ]
+            if let until = d.until { fields.append(("until", .number(ReportNumber.seconds(until)))) }
+            session.record("taskDeferred", fields)
+        }
         if let job = wakeJob, job.time != next {
             session.executor.cancel(job.id)
             wakeJob = nil

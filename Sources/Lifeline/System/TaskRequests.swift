@@ -11,6 +11,33 @@ struct TaskRequests {
         var submitted: HostTime
         /// A `run-tasks` step picked it: it runs once its conditions hold, whatever the policy.
         var forced = false
+        /// Why it was last held back, as the report was told (`taskDeferred`); nil since it was
+        /// submitted, or since it was last found ready.
+        var deferral: Deferral?
+    }
+
+    /// Why a request was evaluated and not started: the report's `taskDeferred` reasons.
+    enum Deferral: String, CaseIterable {
+        /// Its earliestBegin has not come.
+        case earliestBegin
+        /// The policy holds it: `delay:` after its earliestBegin, or `manual` until a `run-tasks`.
+        case taskPolicy
+        /// It asked for a network, and the device has none.
+        case requiresNetworkConnectivity
+        /// It asked for power, and the device is not charging.
+        case requiresExternalPower
+        /// The app is in the foreground: the system runs its tasks only in the background.
+        case appInForeground
+        /// The user force-quit the app: the system launches it for nothing until the user does.
+        case userForceQuit
+    }
+
+    /// A request held back for a reason other than the one the report was last told.
+    struct Deferred {
+        var request: Request
+        var reason: Deferral
+        /// When the time holds it (`earliestBegin`, a `delay:` policy): when it falls due.
+        var until: HostTime?
     }
 
     /// What may stop a due request from starting now.
@@ -20,9 +47,16 @@ struct TaskRequests {
         var networkAvailable: Bool
         var charging: Bool
 
-        func allow(_ r: Request) -> Bool {
-            !foreground && !userQuit && (!r.request.requiresNetwork || networkAvailable)
-                && (!r.request.requiresPower || charging)
+        func allow(_ r: Request) -> Bool { holdBack(r) == nil }
+
+        /// What holds `r` back, if anything: its own requirements first, as they outlast the app's
+        /// state, then the app's.
+        func holdBack(_ r: Request) -> Deferral? {
+            if r.request.requiresNetwork && !networkAvailable { return .requiresNetworkConnectivity }
+            if r.request.requiresPower && !charging { return .requiresExternalPower }
+            if foreground { return .appInForeground }
+            if userQuit { return .userForceQuit }
+            return nil
         }
     }
 
@@ -95,22 +129,44 @@ struct TaskRequests {
     /// when the next one falls due. One at a time: the handler of the one taken may cancel or
     /// replace the others, and each is picked only as the requests stand after it.
     ///
+    /// `deferred` lists the requests held back now for another reason than the last one given
+    /// for them, in the order they were submitted: each reason is told once per request until it
+    /// changes, however often the requests are evaluated. The one clock tick every request waits
+    /// after its submission is no reason.
+    ///
     /// `now` is one reading of the clock: on the real clock a second reading is later, and a
     /// request due "now" would then never be due.
     mutating func takeReady(
         now: HostTime, policy: TaskPolicy, conditions: Conditions
-    ) -> (ready: Request?, more: Bool, next: HostTime?) {
+    ) -> (ready: Request?, more: Bool, next: HostTime?, deferred: [Deferred]) {
         var ready: Int?
         var more = false
         var next: HostTime?
-        for (i, r) in all.enumerated() {
-            guard let due = Self.due(r, now: now, policy: policy) else { continue }
-            if due > now {
-                next = next.map { min($0, due) } ?? due
-            } else if conditions.allow(r) {
-                if ready == nil { ready = i } else { more = true }
+        var deferred: [Deferred] = []
+        for i in all.indices {
+            let r = all[i]
+            let reason: Deferral
+            var until: HostTime?
+            if let due = Self.due(r, now: now, policy: policy) {
+                if due > now {
+                    next = next.map { min($0, due) } ?? due
+                    if due == r.submitted.adding(seconds: TimerTable.resolution) { continue }
+                    reason = now < r.earliest ? .earliestBegin : .taskPolicy
+                    until = due
+                } else if let held = conditions.holdBack(r) {
+                    reason = held
+                } else {
+                    all[i].deferral = nil
+                    if ready == nil { ready = i } else { more = true }
+                    continue
+                }
+            } else {
+                reason = .taskPolicy
             }
+            guard r.deferral != reason else { continue }
+            all[i].deferral = reason
+            deferred.append(Deferred(request: all[i], reason: reason, until: until))
         }
-        return (ready.map { all.remove(at: $0) }, more, next)
+        return (ready.map { all.remove(at: $0) }, more, next, deferred)
     }
 }
