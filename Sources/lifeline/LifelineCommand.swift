@@ -10,7 +10,7 @@ struct LifelineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lifeline",
         abstract: "A plugin host with the app lifecycle and background-execution rules of iOS.",
-        subcommands: [Simulate.self, Run.self, Ctl.self, Check.self, Transfers.self, TestCommand.self]
+        subcommands: [Simulate.self, Run.self, Ctl.self, Check.self, Transfers.self, TestCommand.self, Explore.self]
     )
 }
 

@@ -11,11 +11,12 @@ public enum ExploreFailure: Hashable, Sendable {
     case expectation(String)
 
     /// What `lifeline explore` prints: `terminated (backgroundTaskTimeout, 0x2182bad2)`,
-    /// `pluginError: init.lua:12: …`, `expect no taskExpired failed`.
+    /// `pluginError at ./sync/init.lua:43`, `'no taskExpired' failed`.
     public var summary: String {
         switch self {
         case .terminated(let kind): return "terminated (\(kind.rawValue), \(kind.code))"
-        case .pluginError(let message): return "pluginError: \(message)"
+        case .pluginError(let location):
+            return location.hasSuffix(":") ? "pluginError at \(location.dropLast())" : "pluginError: \(location)"
         case .expectation(let text): return "'\(text)' failed"
         }
     }
@@ -45,9 +46,15 @@ public enum ExploreFailure: Hashable, Sendable {
 public struct ExploreOutcome: Sendable {
     /// Every way the run failed, the first the one shrinking keeps; empty when it passed.
     public var failures: [ExploreFailure]
-    /// The messages that go with them (the expectations' own, a termination's reason).
+    /// The message of each failure, in the same order: a termination's reason, a plugin error's
+    /// message, an expectation's own (`FILE:LINE: expected …`).
     public var messages: [String]
     public var recorder: Recorder
+
+    /// The message of `failure`, if the run failed that way.
+    public func message(_ failure: ExploreFailure) -> String? {
+        failures.firstIndex(of: failure).map { messages[$0] }
+    }
 }
 
 /// What `lifeline explore` explores for one plugin: the settings of its explore.scenario, the
@@ -79,14 +86,18 @@ public enum Explorer {
     /// (docs/testing.md). Returns nil for a run that is not a valid scenario (shrinking makes
     /// those; the generator does not). Throws what a simulation throws: a plugin that cannot load
     /// (65) or an internal error.
+    ///
+    /// - Parameter database: a state to empty and use (one per thread saves making and migrating
+    ///   a file for each run); nil: a temporary state dir, removed afterwards.
     public static func run(
-        _ run: ExploreCase, _ target: ExploreTarget,
+        _ run: ExploreCase, _ target: ExploreTarget, database: StateDatabase? = nil,
         onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)? = nil
     ) throws(LifelineError) -> ExploreOutcome? {
         let text = run.scenarioText(settings: target.settings)
         guard let scenario = try? Scenario.parse(text, fileName: target.settings.fileName) else { return nil }
+        try database?.erase()
         let recorder = try Simulation.run(
-            scenario: scenario, setup: target.setup, onUnpreemptibleOverrun: onUnpreemptibleOverrun)
+            scenario: scenario, setup: target.setup, database: database, onUnpreemptibleOverrun: onUnpreemptibleOverrun)
         return check(recorder, scenario: scenario)
     }
 
@@ -119,6 +130,8 @@ public enum Explorer {
                 if let range = message.range(of: ": unexpected pluginError: ") { message = message[range.upperBound...] }
                 if let origin = message.range(of: " (from ", options: .backwards) { message = message[..<origin.lowerBound] }
                 outcome.failures.append(.pluginError(ExploreFailure.location(of: String(message))))
+                outcome.messages.append(String(message))
+                continue
             default:
                 outcome.failures.append(.expectation(result.expectation.text))
             }
@@ -129,11 +142,12 @@ public enum Explorer {
 
     /// Whether `run` fails with `failure` among its failures.
     private static func fails(
-        _ run: ExploreCase, _ failure: ExploreFailure, _ target: ExploreTarget, _ attempts: inout Int
+        _ run: ExploreCase, _ failure: ExploreFailure, _ target: ExploreTarget, _ database: StateDatabase,
+        _ attempts: inout Int
     ) -> Bool {
         guard attempts > 0 else { return false }
         attempts -= 1
-        guard let outcome = try? Explorer.run(run, target) else { return false }
+        guard let outcome = try? Explorer.run(run, target, database: database) else { return false }
         return outcome.failures.contains(failure)
     }
 
@@ -145,6 +159,12 @@ public enum Explorer {
     public static func shrink(_ run: ExploreCase, failing failure: ExploreFailure, _ target: ExploreTarget)
         -> ExploreCase
     {
+        (try? StateDatabase.withTemporary { database in shrink(run, failing: failure, target, database) }) ?? run
+    }
+
+    private static func shrink(
+        _ run: ExploreCase, failing failure: ExploreFailure, _ target: ExploreTarget, _ database: StateDatabase
+    ) -> ExploreCase {
         var best = run
         var attempts = shrinkAttempts
         var improved = true
@@ -160,7 +180,7 @@ public enum Explorer {
                     let dropped = candidate.moves[start..<start + chunk].reduce(0) { $0 + $1.wait }
                     candidate.moves.removeSubrange(start..<start + chunk)
                     if start < candidate.moves.count { candidate.moves[start].wait += dropped }
-                    if fails(candidate, failure, target, &attempts) {
+                    if fails(candidate, failure, target, database, &attempts) {
                         best = candidate
                         improved = true
                     } else {
@@ -177,7 +197,7 @@ public enum Explorer {
                     let saved = candidate.moves[index].wait - newWait
                     candidate.moves[index].wait = newWait
                     if index + 1 < candidate.moves.count { candidate.moves[index + 1].wait += saved }
-                    if fails(candidate, failure, target, &attempts) {
+                    if fails(candidate, failure, target, database, &attempts) {
                         best = candidate
                         improved = true
                         break
@@ -189,7 +209,7 @@ public enum Explorer {
                 for newWait in candidateWaits(best.moves[index].wait) {
                     var candidate = best
                     candidate.moves[index].wait = newWait
-                    if fails(candidate, failure, target, &attempts) {
+                    if fails(candidate, failure, target, database, &attempts) {
                         best = candidate
                         improved = true
                         break
@@ -201,14 +221,14 @@ public enum Explorer {
             while best.answers.count > 1 {
                 var candidate = best
                 candidate.answers.removeLast()
-                guard fails(candidate, failure, target, &attempts) else { break }
+                guard fails(candidate, failure, target, database, &attempts) else { break }
                 best = candidate
                 improved = true
             }
             for index in best.answers.indices where best.answers[index] != ExploreCase.plainAnswer {
                 var candidate = best
                 candidate.answers[index] = ExploreCase.plainAnswer
-                if fails(candidate, failure, target, &attempts) {
+                if fails(candidate, failure, target, database, &attempts) {
                     best = candidate
                     improved = true
                 }

@@ -11,15 +11,19 @@ public enum Simulation {
     /// removed afterwards). `onUnpreemptibleOverrun` is called on the watchdog's thread when
     /// Swift code overruns and cannot be stopped (W3); `lifeline simulate` writes its verdict
     /// there and exits. Throws a load failure (exit 65) or an internal error.
+    ///
+    /// - Parameter database: the state to use in place of the setup's state dir (`lifeline
+    ///   explore` empties one between its runs).
     public static func run(
-        scenario: Scenario, setup: RunSetup, until: HostTime? = nil,
+        scenario: Scenario, setup: RunSetup, until: HostTime? = nil, database: StateDatabase? = nil,
         onUnpreemptibleOverrun: (@Sendable (UnpreemptibleOverrun) -> Void)? = nil
     ) throws(LifelineError) -> Recorder {
         var setup = setup
         // The flag wins over the scenario's own line, as a flag wins over a file.
         setup.taskPolicy = setup.taskPolicy ?? scenario.taskPolicy
-        let configuration = try setup.hostConfiguration(
+        var configuration = try setup.hostConfiguration(
             loadFailurePolicy: .abort, onUnpreemptibleOverrun: onUnpreemptibleOverrun)
+        if let database { configuration.database = database }
         return try run(scenario: scenario, plugins: setup.plugins, configuration: configuration, until: until)
     }
 

@@ -181,6 +181,28 @@ public final class StateDatabase: Sendable {
         return try body(lazy(inExistingDirectory: directory.path))
     }
 
+    /// Empties the state: every row of every table, and every plugin's files. A run of `lifeline
+    /// explore` starts from nothing, as a simulation in a temporary state dir does, without the
+    /// cost of making and migrating a new file each time.
+    public func erase() throws(LifelineError) {
+        if connection.withLock({ $0 }) != nil {
+            do throws(StoreError) {
+                try write { db in
+                    for (table, _) in StateDatabase.tableColumns { try db.execute(sql: "DELETE FROM \(table)") }
+                }
+            } catch {
+                throw .internalError("cannot empty the state database '\(path)': \(error)")
+            }
+        }
+        if FileManager.default.fileExists(atPath: filesRoot) {
+            do {
+                try FileManager.default.removeItem(atPath: filesRoot)
+            } catch {
+                throw .internalError("cannot empty '\(filesRoot)': \(error.localizedDescription)")
+            }
+        }
+    }
+
     /// A database in `directory`, a folder that exists and that the caller removes; the file is
     /// made on first use (most checks and simulations never touch a store).
     public static func lazy(inExistingDirectory directory: String) -> StateDatabase {
