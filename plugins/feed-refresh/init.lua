@@ -24,6 +24,12 @@ lifeline.tasks.register(ID, function(task)
       return
     end
     local feed = lifeline.json.decode(response.body)
+    -- A 200 may still carry something else than a feed: keep the one saved before.
+    if type(feed) ~= "table" or type(feed.items) ~= "table" then
+      lifeline.log.warning("feed-refresh: the answer is not a feed")
+      task:setTaskCompleted(false)
+      return
+    end
     lifeline.store.set("feed", feed)
     lifeline.store.set("fetchedAt", lifeline.now())
     print("feed-refresh: saved " .. #feed.items .. " items")

@@ -37,13 +37,17 @@ end
 local function uploadAll(items)
   local parts
   parts = uploads:addSequential({
-    {name = "upload-begin", timeout = 30, run = function(op)
+    {name = "upload-begin", timeout = 30, async = true, run = function(op)
       local ok, response = pcall(post, "/batches", lifeline.json.encode({count = #items}))
-      if ok then
-        batch = string.format("%d", lifeline.json.decode(response.body).id)
+      -- The server's answer is checked, not trusted: a 200 may carry anything.
+      local answer = ok and lifeline.json.decode(response.body)
+      local id = type(answer) == "table" and math.type(answer.id) == "integer" and answer.id
+      if id then
+        batch = string.format("%d", id)
       else
         -- The parts after this one depend on it: cancel them.
-        lifeline.log.warning("sync: " .. tostring(response) .. "; cancelling the rest")
+        local why = ok and "the server's answer holds no batch id" or tostring(response)
+        lifeline.log.warning("sync: " .. why .. "; cancelling the rest")
         parts[2]:cancel()
         parts[3]:cancel()
       end
