@@ -38,6 +38,12 @@ public struct ExploreGenerator: Sendable {
         // scheduled task's earliest begin or a suspended app's timer comes round.
         let longWait = Int64(max(profile.budget, 1) * 2 * 1000)
         let first = settings.scenario.entries.isEmpty
+        let figures: [Double] = [
+            profile.budget - profile.expirationLead, profile.budget, profile.expirationLead,
+            profile.expirationHandlerLimit, profile.transitionLimit, profile.backgroundLimit, profile.fetchLimit,
+            profile.refreshTaskLimit, profile.processingTaskLimit, 10,
+        ]
+        let edges: [Int64] = figures.filter { $0.isFinite && $0 > 0 && $0 < 86_400 }.map { Int64($0 * 1000) }
         var moves: [ExploreCase.Move] = []
         for index in 0..<count {
             let candidates = kinds.compactMap { kind -> Step? in
@@ -53,6 +59,11 @@ public struct ExploreGenerator: Sendable {
                 wait = 0
             } else if random.chance(0.1) {
                 wait = random.logUniform(1, 3_600_000)
+            } else if !edges.isEmpty, random.chance(0.25) {
+                // Near a figure of the rules: the expiration handlers' call, the budget's end, a
+                // watchdog limit. Bugs gather at the edges, which spread-out waits rarely hit.
+                let figure = edges.randomElement(using: &random)!
+                wait = max(1, figure + Int64.random(in: -1000...1000, using: &random))
             } else {
                 wait = random.logUniform(1, longWait)
             }

@@ -216,8 +216,17 @@ public enum Explorer {
                     }
                 }
             }
-            // Fewer answers (the last repeats, so dropping one from the end changes only the
-            // requests past it), then plain ones.
+            // No drawn answers at all (a plugin that sends no request needs none), else fewer
+            // (the last repeats, so dropping one from the end changes only the requests past
+            // it), then plain ones.
+            if !best.answers.isEmpty {
+                var candidate = best
+                candidate.answers = []
+                if fails(candidate, failure, target, database, &attempts) {
+                    best = candidate
+                    improved = true
+                }
+            }
             while best.answers.count > 1 {
                 var candidate = best
                 candidate.answers.removeLast()
