@@ -188,7 +188,7 @@ int lifeline_pcall(lua_State *L, int nargs, int nresults) {
 void lifeline_bridge_enter(lua_State *L) { lifeline_control_of(L)->in_bridge++; }
 void lifeline_bridge_leave(lua_State *L) { lifeline_control_of(L)->in_bridge--; }
 
-int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
+int lifeline_resume(lua_State *L, lua_State *co, int nargs, int *nresults) {
     LifelineControl *c = lifeline_control_of(L);
     c->deep_oom = 0;
     int nres = 0;
@@ -199,7 +199,10 @@ int lifeline_resume(lua_State *L, lua_State *co, int nargs) {
     int status = lua_resume(co, L, nargs, &nres);
     atomic_store(&c->current, prev);
     lifeline_leave(c, outer);
-    if (status == LUA_OK || status == LUA_YIELD) {
+    *nresults = 0;
+    if (status == LUA_OK) {
+        *nresults = nres;  // they stay on co: the work's values, for task:wait()
+    } else if (status == LUA_YIELD) {
         lua_pop(co, nres);
     } else {
         // A copy: the error stays on top of co, where closing co hands it to its to-be-closed

@@ -52,10 +52,12 @@ static int lifeline_task_index(lua_State *L) {
     return 1;
 }
 
-LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id) {
+LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id, lua_Integer work) {
     LifelineTaskHandle *h = (LifelineTaskHandle *)lua_newuserdatauv(L, sizeof(LifelineTaskHandle), 2);
     h->id = id;
+    h->work = work;
     h->outcome = 0;
+    h->results = 0;
     luaL_setmetatable(L, LIFELINE_TASK);
     return h;
 }
@@ -125,6 +127,23 @@ int lifeline_takes_arguments(lua_State *L, int idx) {
     lua_pushvalue(L, idx);
     if (!lua_getinfo(L, ">u", &ar)) return 1;
     return ar.nparams > 0 || ar.isvararg;
+}
+
+int lifeline_function_line(lua_State *L, int idx, char *source, size_t size) {
+    lua_Debug ar;
+    if (size > 0) source[0] = '\0';
+    lua_pushvalue(L, idx);
+    if (!lua_getinfo(L, ">S", &ar) || ar.linedefined <= 0) return 0;
+    if (size > 0) {
+        // A file's chunk name whole ("@plugins/sync/init.lua"), as the plugin's error messages
+        // give it; short_src would cut a long path to "...".
+        const char *name = (ar.source[0] == '@' || ar.source[0] == '=') ? ar.source + 1 : ar.short_src;
+        size_t n = strlen(name);
+        if (n >= size) n = size - 1;
+        memcpy(source, name, n);
+        source[n] = '\0';
+    }
+    return ar.linedefined;
 }
 
 // Queues and operations: `id`, `name` and the methods, through __index.

@@ -4,7 +4,12 @@ import Lifeline
 
 /// One call of `lifeline.background(name, fn, ...)`: a background task, and the coroutine the
 /// host runs `fn(task, ...)` in. The task ends on every path: `fn` returns, raises, is cancelled,
-/// or expires.
+/// or expires. Under a task the plugin holds (`lifeline.background({task = id}, fn, ...)`), the
+/// work begins no task and ends none: it stops when that task expires or ends.
+///
+/// The values `fn` returns stay on its dead coroutine, which the handle keeps, so `task:wait()`
+/// answers them to every waiter, in order, nils included: the coroutines are threads of one
+/// plugin's state, so a value moves between them as it is, with no copy.
 ///
 /// The coroutine runs in slices, each a job of the main executor under the watchdog: the first on
 /// the turn after `lifeline.background`, the next ones when what it waits on is over. A waiting
@@ -34,6 +39,8 @@ final class LuaBackgroundWork: HostJob {
         case cancelled
         /// An operation's timeout passed (raised as a cancellation).
         case timedOut
+        /// The task the work ran under, which it did not begin, ended (raised as a cancellation).
+        case taskEnded
         var kind: HTTPFailure.Kind { self == .expired ? .expired : .cancelled }
         var outcome: Outcome { self == .expired ? .expired : .cancelled }
     }
@@ -52,9 +59,14 @@ final class LuaBackgroundWork: HostJob {
         case finished
     }
 
-    /// The background task it holds (`lifeline.background`); nil for a queue's operation, whose
-    /// queue holds the task.
+    /// The background task it runs under: the one it began (`lifeline.background`), or one its
+    /// plugin holds (`ownsTask` false); nil for a queue's operation, whose queue holds the task.
     let taskID: Int?
+    /// Whether it began `taskID`, and so ends it when it finishes.
+    let ownsTask: Bool
+    /// Its key among the plugin's works (`LuaPlugin.work(id:)`, the handle's `work`): the task's
+    /// id when it began the task, a negative number under a held task (many works may share one).
+    let key: Int
     /// Its number: the task's id, or the operation's.
     private let number: Int
     /// What messages call it: "background task 3", "operation 7". Made only when a message or the
@@ -95,11 +107,14 @@ final class LuaBackgroundWork: HostJob {
     ///   `lifeline.background` work's coroutine is held by its handle, and its `threadRef` is
     ///   LUA_NOREF.
     init(
-        taskID: Int?, number: Int, name: String?, plugin: LuaPlugin, context: PluginContext,
-        thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32, charge: HostCharge? = nil
+        taskID: Int?, ownsTask: Bool = true, key: Int? = nil, number: Int, name: String?, plugin: LuaPlugin,
+        context: PluginContext, thread: OpaquePointer, threadRef: Int32, handleRef: Int32, arguments: Int32,
+        charge: HostCharge? = nil
     ) {
         self.charge = charge
         self.taskID = taskID
+        self.ownsTask = ownsTask
+        self.key = key ?? number
         self.number = number
         self.name = name
         self.plugin = plugin
@@ -167,7 +182,8 @@ final class LuaBackgroundWork: HostJob {
         }
         phase = .running
         started = true
-        let status = running(plugin) { lifeline_resume(L, thread, nargs) }
+        var results: Int32 = 0
+        let status = running(plugin) { lifeline_resume(L, thread, nargs, &results) }
         switch status {
         case LUA_YIELD:
             if case .running = phase {
@@ -179,7 +195,7 @@ final class LuaBackgroundWork: HostJob {
             }
             return .returned
         case LUA_OK:
-            finish(.returned, message: nil)
+            finish(.returned, message: nil, results: results)
             return .returned
         default:
             return failed(status, L)
@@ -302,6 +318,7 @@ final class LuaBackgroundWork: HostJob {
         case .expired?: return "\(label) expired"
         case .cancelled?: return "\(label) was cancelled"
         case .timedOut?: return "\(label) timed out"
+        case .taskEnded?: return "\(label) ended"
         case nil: return ""
         }
     }
@@ -368,7 +385,8 @@ final class LuaBackgroundWork: HostJob {
         return .returned
     }
 
-    private func finish(_ outcome: Outcome, message: String?) {
+    /// - Parameter results: how many values `fn` returned, on top of the dead coroutine.
+    private func finish(_ outcome: Outcome, message: String?, results: Int32 = 0) {
         guard !isFinished else { return }
         phase = .finished
         if let queuedSlice { context.cancelJob(queuedSlice) }
@@ -383,36 +401,77 @@ final class LuaBackgroundWork: HostJob {
             // The reference is the handle `lifeline.background` made (an operation has none: nil).
             if let handle = lua_touserdata(L, -1)?.assumingMemoryBound(to: LifelineTaskHandle.self) {
                 handle.pointee.outcome = outcome.rawValue
+                handle.pointee.results = results
                 if let message {
                     LuaModule.push(L, message)
                     lua_setiuservalue(L, -2, 1)
                 }
-                // The finished coroutine goes with the garbage, even if the plugin keeps the handle.
-                lua_pushnil(L)
-                lua_setiuservalue(L, -2, 2)
+                // The finished coroutine goes with the garbage, even if the plugin keeps the handle,
+                // unless it holds the values fn returned: the handle keeps them for task:wait().
+                if results == 0 {
+                    lua_pushnil(L)
+                    lua_setiuservalue(L, -2, 2)
+                }
             }
             lifeline_pop(L, 1)
             lifeline_bridge_leave(L)
             lifeline_unref(L, handleRef)
             if threadRef != LUA_NOREF { lifeline_unref(L, threadRef) }
         }
-        if let taskID { context.endBackgroundTask(taskID) }
+        if let taskID {
+            if ownsTask { context.endBackgroundTask(taskID) } else { context.unwatchTask(taskID, self) }
+        }
         onEnd?(outcome)
         onEnd = nil
         let waiting = waiters
         waiters.removeAll()
+        // Each waiter is in task:wait(), whose first argument, at its stack's index 1 while it
+        // waits, is this work's handle: the values are read from there when the waiter resumes.
+        let bytes = Int(results) * LuaBackgroundWork.slotBytes
         for waiter in waiting {
-            waiter.deliver(LuaBackgroundWork.results { L in LuaBackgroundWork.pushOutcome(L, outcome, message) })
+            waiter.deliver(
+                LuaBackgroundWork.results(fitting: bytes) { L in
+                    LuaBackgroundWork.pushOutcome(L, outcome, message, handle: 1)
+                })
         }
     }
 
-    /// What `task:wait()` returns: `true`, or `false, err` with err.kind "error", "expired" or
-    /// "cancelled".
-    static func pushOutcome(_ L: OpaquePointer, _ outcome: Outcome, _ message: String?) -> Int32 {
+    /// What a stack slot costs: what pushing the values a work returned allocates, about.
+    static let slotBytes = 16
+
+    /// What `task:wait()` returns: `true` and the values `fn` returned, or `false, err` with
+    /// err.kind "error", "expired" or "cancelled". The values are read from the handle at
+    /// `handle` (its dead coroutine holds them), which must be the finished work's.
+    static func pushOutcome(_ L: OpaquePointer, _ outcome: Outcome, _ message: String?, handle index: Int32) -> Int32 {
         switch outcome {
         case .returned:
+            guard let handle = lifeline_to_task(L, index), handle.pointee.results > 0 else {
+                lua_pushboolean(L, 1)
+                return 1
+            }
+            let n = handle.pointee.results
+            guard lua_checkstack(L, n + 2) != 0 else {
+                lua_pushboolean(L, 0)
+                lifeline_push_error(L, "error", "the task returned more values than task:wait() can return")
+                return 2
+            }
             lua_pushboolean(L, 1)
-            return 1
+            lua_getiuservalue(L, index, 2)  // the dead coroutine, with the values on top
+            guard let co = lua_tothread(L, -1), lua_gettop(co) >= n else {
+                lifeline_pop(L, 1)
+                return 1
+            }
+            let base = lua_gettop(L)
+            // Moved over, then copies moved back: the next waiter finds them there too. Moving
+            // back refills the slots just freed, so co's stack never grows.
+            lua_xmove(co, L, n)
+            for i in 1...n {
+                lua_pushvalue(L, base + i)
+                lua_xmove(L, co, 1)
+            }
+            lua_rotate(L, base, -1)  // the coroutine to the top, and off
+            lifeline_pop(L, 1)
+            return 1 + n
         case .failed:
             lua_pushboolean(L, 0)
             lifeline_push_error(L, "error", message ?? "the task raised an error")
@@ -425,4 +484,12 @@ final class LuaBackgroundWork: HostJob {
         }
         return 2
     }
+}
+
+/// A work under a task its plugin holds stops when that task expires, as a work under its own task
+/// does, and when it ends while the work runs: the work would otherwise go on unprotected, and the
+/// app could suspend in the middle of it.
+extension LuaBackgroundWork: TaskWatcher {
+    func taskExpiring() { interrupt(.expired) }
+    func taskEnded() { interrupt(.taskEnded) }
 }

@@ -153,6 +153,7 @@ public final class LuaPlugin: PluginInstance {
         unretainedContext = nil
         keepsEvents = true
         works.removeAll()
+        heldWorks.removeAll()
         liveWorks = 0
         runningWork = nil
         operations.removeAll()
@@ -277,21 +278,43 @@ public final class LuaPlugin: PluginInstance {
     /// `lifeline.background` works and queue operations' coroutines that have not finished.
     public var liveBackgroundWorks: Int { liveWorks }
 
+    /// Whether the plugin was told that an operation's run taking a parameter made it
+    /// asynchronous (said once per plugin).
+    var warnedOfImplicitAsync = false
+
     /// Operations this plugin added that have not finished, by id.
     var operations: [Int: LuaOperation] = [:]
 
+    /// Works under a task the plugin holds, by their keys (negative, so apart from task ids).
+    private var heldWorks: [Int: LuaBackgroundWork] = [:]
+    private var lastHeldWorkKey = 0
+
+    /// The key of a new work under a held task.
+    func nextHeldWorkKey() -> Int {
+        lastHeldWorkKey -= 1
+        return lastHeldWorkKey
+    }
+
     /// Keeps a work until it finishes. Task ids only grow, so the works stay in id order.
     func remember(_ work: LuaBackgroundWork) {
-        if let id = work.taskID { works.append(id, work) }
+        if work.taskID != nil {
+            if work.key > 0 { works.append(work.key, work) } else { heldWorks[work.key] = work }
+        }
         liveWorks += 1
     }
 
     func forget(_ work: LuaBackgroundWork) {
-        if let id = work.taskID { works.remove(id) }
+        if work.taskID != nil {
+            if work.key > 0 { works.remove(work.key) } else { heldWorks[work.key] = nil }
+        }
         liveWorks -= 1
     }
 
-    func work(id: Int) -> LuaBackgroundWork? { works.value(id).map { unsafeDowncast($0, to: LuaBackgroundWork.self) } }
+    /// The unfinished work with this key (a task handle's `work`).
+    func work(id: Int) -> LuaBackgroundWork? {
+        if id < 0 { return heldWorks[id] }
+        return works.value(id).map { unsafeDowncast($0, to: LuaBackgroundWork.self) }
+    }
     /// The work whose coroutine `L` is, if the host runs it and it is running.
     func work(thread L: OpaquePointer) -> LuaBackgroundWork? {
         guard let work = runningWork, work.thread == L else { return nil }

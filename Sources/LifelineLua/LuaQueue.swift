@@ -173,11 +173,14 @@ extension LuaModule {
         return 1
     }
 
-    /// What an operation is to be, read from `fn` or `{name=, unique=, timeout=, onTimeout=, run=}`.
+    /// What an operation is to be, read from `fn` or `{name=, unique=, timeout=, onTimeout=, async=, run=}`.
     private struct OperationSpec {
         var name: String?
         var unique = UniquenessPolicy.ignore
         var timeout = QueueOperation.defaultTimeout
+        /// `async`: whether it finishes only by `op:finish()` or its timeout; nil when not said (a
+        /// bare function, or a table without the key), and then `run` taking a parameter decides.
+        var async: Bool?
     }
 
     /// Reads the operation at `idx` (raw reads: no metamethod runs); or pushes why it is not one.
@@ -242,6 +245,12 @@ extension LuaModule {
         default: return fail("field 'onTimeout' must be a function")
         }
         lifeline_pop(L, 1)
+        switch field("async") {
+        case LUA_TNIL: break
+        case LUA_TBOOLEAN: spec.async = lua_toboolean(L, -1) != 0
+        default: return fail("field 'async' must be a boolean")
+        }
+        lifeline_pop(L, 1)
         return spec
     }
 
@@ -258,7 +267,14 @@ extension LuaModule {
         } else {
             lua_pushvalue(L, idx)
         }
+        // Asynchrony is said with `async`. Without it, a run that takes a parameter is asynchronous,
+        // as it was before `async` existed; that was a trap (a parameter taken by accident made an
+        // operation that never finished), so the plugin is told, once, how to say what it means.
         let takesOperation = lifeline_takes_arguments(L, -1) != 0
+        let isAsync = spec.async ?? takesOperation
+        let warning =
+            spec.async == nil && takesOperation && !plugin.warnedOfImplicitAsync
+            ? implicitAsyncWarning(L, -1, spec.name, isTable: isTable) : nil
         let run = ref(L, plugin, -1)
         lifeline_pop(L, 1)
         var timeoutHandler: LuaRef?
@@ -271,21 +287,41 @@ extension LuaModule {
         }
         // Nothing is made until both references, and the report's opStarted and opFinished,
         // fit under the cap.
-        guard let run, plugin.chargeEvents(2, text: 2 * (spec.name?.utf8.count ?? 0)) else { return nil }
+        guard let run,
+            plugin.chargeEvents(warning == nil ? 2 : 3, text: 2 * (spec.name?.utf8.count ?? 0) + (warning?.utf8.count ?? 0))
+        else { return nil }
+        if let warning {
+            plugin.warnedOfImplicitAsync = true
+            plugin.context?.logger.warning("\(warning)")
+        }
         let id = context.makeOperationID()
         lifeline_push_operation(L, lua_Integer(id), spec.name)
         let handleRef = luaL_ref(L, lifeline_registryindex())
         let body = LuaOperation(plugin: plugin, context: context, run: run, handleRef: handleRef)
         let onTimeout: PluginCallback? = timeoutHandler.map { fn in { plugin.call(ref: fn.ref, argument: handleRef) } }
         let op = QueueOperation(
-            id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !takesOperation, context: context,
+            id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !isAsync, context: context,
             onTimeout: onTimeout, body: body)
         body.operation = op
         plugin.operations[id] = body
         return (op, body)
     }
 
-    /// q:add(fn | {name=, unique=, timeout=, onTimeout=, run=}) -> op | nil (dropped)
+    /// The warning for a run at `idx` that takes a parameter, with no `async` to say what it means.
+    private static func implicitAsyncWarning(_ L: OpaquePointer, _ idx: Int32, _ name: String?, isTable: Bool) -> String {
+        var source = [CChar](repeating: 0, count: 1024)
+        let line = lifeline_function_line(L, idx, &source, source.count)
+        let place = line > 0 ? "\(String(cString: source)):\(line): " : ""
+        let what = name.map { "operation '\($0)'" } ?? "an operation"
+        let fix =
+            isTable
+            ? "say async = true (or async = false) in q:add{…}"
+            : "add it as q:add{run = fn, async = true} (or async = false)"
+        return "\(place)\(what): run takes a parameter, so it is treated as asynchronous: it finishes only "
+            + "when op:finish() is called or its timeout passes, not when run returns; \(fix)"
+    }
+
+    /// q:add(fn | {name=, unique=, timeout=, onTimeout=, async=, run=}) -> op | nil (dropped)
     static let queueAdd: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "add"

@@ -89,9 +89,10 @@ void lifeline_mark_host_thread(lua_State *co);
 
 /// Resumes a host-run coroutine `co` of the state whose main thread is `L`, with the `nargs`
 /// values on top of co's stack, while telling the watchdog that co runs. Returns the status. On
-/// LUA_OK and LUA_YIELD, co's results are popped. On an error, a copy of the error value is
-/// pushed on L, and co keeps it for `lifeline_close_thread`.
-int lifeline_resume(lua_State *L, lua_State *co, int nargs);
+/// LUA_YIELD, co's results are popped. On LUA_OK (the coroutine returned), its results stay on
+/// top of co's stack, and their count is stored in `*nresults`: `task:wait()` answers them. On an
+/// error, a copy of the error value is pushed on L, and co keeps it for `lifeline_close_thread`.
+int lifeline_resume(lua_State *L, lua_State *co, int nargs, int *nresults);
 /// Closes a suspended or dead coroutine, running its pending to-be-closed variables (with the
 /// error it died of, if any) while the watchdog knows it runs. Returns LUA_OK when they ran
 /// cleanly; otherwise the status of the error a __close raised, whose value is pushed on L.
@@ -242,13 +243,16 @@ LifelineHandle *lifeline_to_handle(lua_State *L, int idx);
 
 /// The handle lifeline.background returns: `id`, and what became of the work once it finished.
 typedef struct LifelineTaskHandle {
-    lua_Integer id;
-    int outcome;  // 0 running, else what the host stored (see LuaBackgroundWork.Outcome)
+    lua_Integer id;    // the background task the work runs under: `task.id`
+    lua_Integer work;  // the work's key among the plugin's works: `id` when the work began its task
+    int outcome;       // 0 running, else what the host stored (see LuaBackgroundWork.Outcome)
+    int results;       // once it returned: how many values it returned, on top of its dead coroutine
 } LifelineTaskHandle;
 
 /// Pushes a new task handle (allocates: call with the cap lifted). Its first user value holds the
-/// message of a failed task; its second, the work's coroutine until the work finishes.
-LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id);
+/// message of a failed task; its second, the work's coroutine until the work finishes, and after,
+/// when the work returned values, the dead coroutine that holds them.
+LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id, lua_Integer work);
 /// The task handle at `idx`, or NULL.
 LifelineTaskHandle *lifeline_to_task(lua_State *L, int idx);
 
@@ -274,6 +278,9 @@ LifelineObject *lifeline_push_operation(lua_State *L, lua_Integer id, const char
 LifelineObject *lifeline_to_operation(lua_State *L, int idx);
 /// Whether the function at `idx` declares parameters (or is vararg, or a C function).
 int lifeline_takes_arguments(lua_State *L, int idx);
+/// Where the Lua function at `idx` is defined: its chunk's name into `source` (at most `size`
+/// bytes, NUL-terminated) and its first line, or 0 for a C function. Allocates nothing.
+int lifeline_function_line(lua_State *L, int idx, char *source, size_t size);
 /// Calls the function at registry `ref` with the value at registry `argref`, protected; like
 /// lifeline_call_ref.
 int lifeline_call_ref_value(lua_State *L, int ref, int argref);

@@ -24,6 +24,10 @@ final class TaskRuntime {
         let plugin: Int
         let callback: PluginCallback
     }
+    /// Code that runs under a task it did not begin (a Lua work under a task its plugin holds),
+    /// told when the task expires and when it ends. Few and short-lived: looked at only when some
+    /// are there, so a begin and an end cost nothing more.
+    private var watchers: [Int: [any TaskWatcher]] = [:]
     private var budgetJobs: [MainExecutor.JobID] = []
     /// Carries out a termination: the host records it and ends the app.
     var terminate: (Termination) -> Void = { _ in }
@@ -76,6 +80,21 @@ final class TaskRuntime {
         expirationHandlers.insert(id, ExpirationHandler(plugin: context.index, callback: handler))
     }
 
+    /// The active task `id`, or nil.
+    func task(_ id: Int) -> TaskRegistry.Task? { tasks.task(id: id) }
+
+    /// Tells `watcher` when active task `id` expires and when it ends, until `unwatch`.
+    func watch(_ id: Int, _ watcher: any TaskWatcher) {
+        guard tasks.isActive(id) else { return }
+        watchers[id, default: []].append(watcher)
+    }
+
+    func unwatch(_ id: Int, _ watcher: any TaskWatcher) {
+        guard !watchers.isEmpty, var list = watchers[id] else { return }
+        list.removeAll { $0 === watcher }
+        watchers[id] = list.isEmpty ? nil : list
+    }
+
     /// T6: ends a plugin's task; false, with iOS's warning, if it is unknown or ended.
     func end(_ context: PluginContext, id: Int) -> Bool {
         if end(id) { return true }
@@ -93,6 +112,9 @@ final class TaskRuntime {
         if expirationHandlers.count > 0 { expirationHandlers.remove(id) }
         let now = session.now
         recorder.recordTask(.taskEnded, time: now, plugin: task.plugin, task: id, name: task.name, expired: expired)
+        if !watchers.isEmpty, let list = watchers.removeValue(forKey: id) {
+            for watcher in list { watcher.taskEnded() }
+        }
         return true
     }
 
@@ -101,6 +123,7 @@ final class TaskRuntime {
         for task in tasks.active where task.plugin == name {
             _ = tasks.end(id: task.id)
             expirationHandlers.remove(task.id)
+            watchers[task.id] = nil
         }
     }
 
@@ -109,6 +132,7 @@ final class TaskRuntime {
         cancelBudget()
         tasks.reset()
         expirationHandlers.removeAll()
+        watchers.removeAll()
     }
 
     // MARK: - The budget
@@ -166,6 +190,11 @@ final class TaskRuntime {
     private func signalExpiration(_ task: TaskRegistry.Task) {
         recorder.recordTask(
             .taskExpiring, time: session.now, plugin: task.plugin, task: task.id, name: task.name)
+        // The work running under the task is stopped first, as a task's own work is: its handler
+        // may end the task, which would stop that work as cancelled rather than expired.
+        if !watchers.isEmpty, let list = watchers[task.id] {
+            for watcher in list { watcher.taskExpiring() }
+        }
         guard let handler = expirationHandlers[task.id] else { return }
         let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expiration handler")
         caller.call(handler.plugin, in: window, handler.callback)

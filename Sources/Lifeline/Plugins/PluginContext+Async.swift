@@ -123,6 +123,35 @@ extension PluginContext {
     }
 }
 
+/// Code that runs under a background task it did not begin: a Lua work under a task its plugin
+/// holds (`lifeline.background({task = id}, fn)`). The host tells it when the task expires (before
+/// the task's own expiration handler runs) and when the task ends, whoever ends it.
+///
+/// Threading: main executor only.
+package protocol TaskWatcher: AnyObject {
+    /// The task's expiration was signalled (SPEC T3).
+    func taskExpiring()
+    /// The task ended.
+    func taskEnded()
+}
+
+extension PluginContext {
+    /// Active task `id`, if this plugin began it (nil if not, or if it ended).
+    package func heldTask(_ id: Int) -> TaskRegistry.Task? {
+        guard isCurrent, let task = parts.tasks.task(id), task.plugin == pluginName else { return nil }
+        return task
+    }
+
+    /// Tells `watcher` when active task `id` expires and when it ends, until `unwatchTask`.
+    package func watchTask(_ id: Int, _ watcher: any TaskWatcher) {
+        if isCurrent { parts.tasks.watch(id, watcher) }
+    }
+
+    package func unwatchTask(_ id: Int, _ watcher: any TaskWatcher) {
+        if isCurrent { parts.tasks.unwatch(id, watcher) }
+    }
+}
+
 /// A wait's continuation, resumed once: by the result or by a cancel, whichever comes first.
 /// Main executor only.
 private final class HostWaitState<T: Sendable>: @unchecked Sendable {

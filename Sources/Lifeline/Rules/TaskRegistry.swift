@@ -73,6 +73,9 @@ public struct TaskRegistry: Sendable {
     /// Whether task `id` is active.
     public func isActive(_ id: Int) -> Bool { slots.contains(id) }
 
+    /// The active task `id`, or nil.
+    public func task(id: Int) -> Task? { slots.value(id) }
+
     /// Whether an active task has had its expiration signalled.
     public var anyExpiring: Bool { slots.contains { $0.expiring } }
 
