@@ -206,19 +206,22 @@ public enum ChromeTrace {
             return queues
         }
 
-        /// Terminations and kills mark the whole process; a plugin's errors mark its track.
+        /// Terminations and kills mark the whole process; a plugin's errors mark its track. The
+        /// app's ordinary end (`terminate`, suspended or not) is an app event like the others.
         mutating func markers(app: Int) {
             var terminationShown = false
             for m in lanes.markers {
                 var args = m.fields
-                switch m.name {
-                case "terminated", "killed", "forceQuit", "endedWhileSuspended":
+                switch (RunLanes.ending(m.name), m.name) {
+                case (.terminated, _), (.killed, _):
                     if m.name == "terminated", let term = lanes.termination, !terminationShown {
                         args.append(("termination", term))
                         terminationShown = true
                     }
                     instant(m.name, cat: "termination", t: m.t, tid: app, scope: "p", args: args)
-                case "pluginError", "watchdog", "endUnknownTask":
+                case (.ordinary, _):
+                    instant(m.name, cat: "lifecycle", t: m.t, tid: app, scope: "t", args: args)
+                case (nil, "pluginError"), (nil, "watchdog"), (nil, "endUnknownTask"):
                     let plugin = m.text("plugin") ?? ""
                     instant(
                         m.name, cat: "error", t: m.t, tid: plugin.isEmpty ? app : track(plugin), scope: "t", args: args)

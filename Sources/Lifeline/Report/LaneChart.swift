@@ -11,6 +11,11 @@
 ///
 /// Every line is at most `width` columns whatever the report holds: names are cut, control
 /// characters and wide scripts are replaced, and the legend is cut too.
+///
+/// The label column is as wide as the longest label (and a space), up to two fifths of the width,
+/// so that time keeps the rest. A label longer than that keeps what tells it from the others: the
+/// part they share is cut (`bg-d~photos-2024 #1`), and when what differs is itself too long, its
+/// middle (`~photos-from-t~ #1`).
 public enum LaneChart {
     /// The chart, lines joined by newlines, with a trailing newline.
     ///
@@ -21,16 +26,18 @@ public enum LaneChart {
     public static func text(_ run: RenderedRun, width: Int, colour: Bool) -> String {
         guard width > 0 else { return "" }
         let lanes = RunLanes(run)
-        // Names take about 20 columns, less on a narrow terminal, so that time keeps most of it.
-        let labelWidth = width >= 10 ? min(20, width / 3) : 0
+        let names = ["time", "app", "budget", "events"] + Chart.taskNames(lanes) + lanes.plugins
+        let labelWidth = labelWidth(names.map { LaneChart.safe($0).count }.max() ?? 0, width: width)
         let columns = width - labelWidth
-        let chart = Chart(lanes: lanes, columns: columns, labelWidth: labelWidth, colour: colour)
+        let chart = Chart(
+            lanes: lanes, columns: columns, labelWidth: labelWidth, colour: colour,
+            labels: LaneChart.labels(names.map(LaneChart.safe), room: max(labelWidth - 1, 0)))
         var lines: [String] = []
         lines.append(chart.title(run.title, width: width))
         lines.append(chart.axis())
         lines.append(chart.stateRow())
         if !lanes.budgets.isEmpty { lines.append(chart.budgetRow()) }
-        lines += chart.taskRows(limit: 20)
+        lines += chart.taskRows(limit: Chart.taskLimit)
         lines += chart.pluginRows()
         lines.append(chart.markerRow())
         lines += chart.failures(width: width)
@@ -39,11 +46,86 @@ public enum LaneChart {
     }
 
     /// The drawing: a row of cells per lane, each cell one character and its colour.
+    /// The label column for labels of at most `longest` characters: the longest and a space, up to
+    /// two fifths of `width`; none below 10 columns, where time needs every one.
+    static func labelWidth(_ longest: Int, width: Int) -> Int {
+        guard width >= 10 else { return 0 }
+        return min(longest + 1, width * 2 / 5)
+    }
+
+    /// Each label as shown in `room` characters, keyed by the label: whole when it fits, else cut
+    /// where it says least (see `cut`).
+    static func labels(_ texts: [String], room: Int) -> [String: String] {
+        // In sorted order, the label sharing the longest start with a label is next to it, so two
+        // neighbours tell how much of it is shared, however many lanes there are. `safe` text
+        // has one scalar per character, so scalars sort and compare as the characters do.
+        let sorted = Set(texts).map { Array($0.unicodeScalars) }.sorted {
+            $0.lexicographicallyPrecedes($1) { $0.value < $1.value }
+        }
+        func common(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+            var n = 0
+            while n < a.count, n < b.count, a[n] == b[n] { n += 1 }
+            return n
+        }
+        var shown: [String: String] = [:]
+        for (i, scalars) in sorted.enumerated() where scalars.count > room {
+            let shared = max(
+                i > 0 ? common(scalars, sorted[i - 1]) : 0, i + 1 < sorted.count ? common(scalars, sorted[i + 1]) : 0)
+            let text = String(String.UnicodeScalarView(scalars))
+            shown[text] = cut(Array(text), room: room, from: shared)
+        }
+        return shown
+    }
+
+    /// `text` in `room` characters, keeping what tells it from labels that share its first `from`
+    /// characters: the tail from the word where it differs, after as much of its head as fits
+    /// (`bg-d~photos #1`). A tail that does not fit, or a label unlike any other from its start,
+    /// keeps its beginning and its end around a `~` (`~photos-from-t~ #1`, `upload-all-t~ #1`).
+    static func cut(_ text: [Character], room: Int, from: Int) -> String {
+        guard text.count > room else { return String(text) }
+        guard room >= 4 else { return String(text.prefix(max(room - 1, 0))) + (room > 0 ? "~" : "") }
+        let separators: Set<Character> = [" ", "-", "_", ".", "/", ":"]
+        // Back to the start of the word where it differs, so the word is read whole; past the
+        // separators when it differs there.
+        var start = min(from, text.count)
+        if start < text.count, separators.contains(text[start]) {
+            while start < text.count, separators.contains(text[start]) { start += 1 }
+        } else {
+            while start > 0, !separators.contains(text[start - 1]) { start -= 1 }
+        }
+        let tail = text[start...]
+        if start > 0 && tail.count + 2 <= room {
+            return String(text.prefix(room - 1 - tail.count)) + "~" + String(tail)
+        }
+        let lead = start > 0 ? "~" : ""
+        let body = Array(start > 0 ? tail : text[...])
+        let space = room - lead.count
+        guard body.count > space else { return lead + String(body) }
+        // The end keeps its last word (an id such as `#12`), up to a third of the room.
+        var last = 0
+        while last < body.count, !separators.contains(body[body.count - 1 - last]) { last += 1 }
+        let end = min(last + 1, (space - 1) / 3)
+        return lead + String(body.prefix(space - 1 - end)) + "~" + String(body.suffix(end))
+    }
+
     private struct Chart {
         let lanes: RunLanes
         let columns: Int
         let labelWidth: Int
         let colour: Bool
+        /// Labels too long for the column, as shown.
+        let labels: [String: String]
+
+        /// The task rows drawn, at most `limit` of them.
+        static let taskLimit = 20
+
+        /// The task lanes' names, in order: the plugin's name, unless the task's name already
+        /// says it.
+        static func taskNames(_ lanes: RunLanes) -> [String] {
+            lanes.spans.filter { $0.kind == .task || $0.kind == .system }.prefix(taskLimit).map { task in
+                task.label.contains(task.plugin) ? task.label : "\(task.plugin) \(task.label)"
+            }
+        }
 
         struct Cell {
             var char: Character = " "
@@ -89,13 +171,9 @@ public enum LaneChart {
         /// A name cut or padded to the label column, with one space kept before the chart.
         func label(_ text: String) -> String {
             let room = max(labelWidth - 1, 0)
-            var chars = Array(LaneChart.safe(text))
-            if chars.count > room {
-                chars = Array(chars.prefix(max(room - 1, 0)))
-                if room > 0 { chars.append("~") }
-            }
-            let s = String(chars)
-            return s + String(repeating: " ", count: labelWidth - chars.count)
+            let safe = LaneChart.safe(text)
+            let shown = labels[safe] ?? LaneChart.cut(Array(safe), room: room, from: 0)
+            return shown + String(repeating: " ", count: max(labelWidth - shown.count, 0))
         }
 
         func title(_ text: String, width: Int) -> String {
@@ -157,15 +235,13 @@ public enum LaneChart {
             // Background tasks, and the tasks the system ran for plugins.
             let tasks = lanes.spans.filter { $0.kind == .task || $0.kind == .system }
             var rows: [String] = []
-            for task in tasks.prefix(limit) {
+            for (task, name) in zip(tasks.prefix(limit), Chart.taskNames(lanes)) {
                 var cells = [Cell](repeating: Cell(), count: columns)
                 let sgr = task.failed ? "31" : "36"
                 for c in columns(task.from, task.to) { cells[c] = Cell(char: "=", sgr: sgr) }
                 for m in task.marks { cells[column(m.t)] = Cell(char: "!", sgr: "1;33") }
                 if task.outcome == "expired" { cells[column(task.to)] = Cell(char: "x", sgr: "1;31") }
                 if !task.ended { cells[column(task.to)] = Cell(char: ">", sgr: "36") }
-                // The plugin's name, unless the task's name already says it.
-                let name = task.label.contains(task.plugin) ? task.label : "\(task.plugin) \(task.label)"
                 rows.append(row(name, cells))
             }
             if tasks.count > limit {
@@ -207,19 +283,21 @@ public enum LaneChart {
             return rows
         }
 
-        /// Terminations `T`, kills `K`, plugin errors `E`, watchdogs `W`, memory warnings `m`,
-        /// relaunches `R`, anything else `+`.
+        /// Terminations `T`, kills `K`, the app's ordinary end `e` (a `terminate`, suspended or
+        /// not), plugin errors `E`, watchdogs `W`, memory warnings `m`, relaunches `R`, anything
+        /// else `+`.
         func markerRow() -> String {
             var cells = [Cell](repeating: Cell(), count: columns)
             for m in lanes.markers {
                 let cell: Cell
-                switch m.name {
-                case "terminated": cell = Cell(char: "T", sgr: "1;41;37")
-                case "killed", "forceQuit", "endedWhileSuspended": cell = Cell(char: "K", sgr: "1;31")
-                case "pluginError": cell = Cell(char: "E", sgr: "1;31")
-                case "watchdog": cell = Cell(char: "W", sgr: "1;33")
-                case "relaunch": cell = Cell(char: "R", sgr: "32")
-                case "memoryWarning", "didReceiveMemoryWarning": cell = Cell(char: "m", sgr: "35")
+                switch (RunLanes.ending(m.name), m.name) {
+                case (.terminated, _): cell = Cell(char: "T", sgr: "1;41;37")
+                case (.killed, _): cell = Cell(char: "K", sgr: "1;31")
+                case (.ordinary, _): cell = Cell(char: "e", sgr: "1")
+                case (nil, "pluginError"): cell = Cell(char: "E", sgr: "1;31")
+                case (nil, "watchdog"): cell = Cell(char: "W", sgr: "1;33")
+                case (nil, "relaunch"): cell = Cell(char: "R", sgr: "32")
+                case (nil, "memoryWarning"), (nil, "didReceiveMemoryWarning"): cell = Cell(char: "m", sgr: "35")
                 default: cell = Cell(char: "+", sgr: "2")
                 }
                 let c = column(m.t)
@@ -253,7 +331,7 @@ public enum LaneChart {
             let items = [
                 "A active", "i inactive", "b background", "s suspended", ". not running", "= task", "! expiring",
                 "x expired", "> never ended", "- budget", "| call (red: budget ends)", "* log", "W warning or watchdog",
-                "E error", "T terminated", "K killed", "m memory warning", "R relaunch", "+ other event",
+                "E error", "T terminated", "K killed or force-quit", "e ended (terminate)", "m memory warning", "R relaunch", "+ other event",
             ]
             var lines: [String] = []
             var line = ""

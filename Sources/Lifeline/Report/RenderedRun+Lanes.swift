@@ -85,7 +85,7 @@ struct RunLanes {
     var budgets: [Budget] = []
     var spans: [Span] = []
     var logs: [Event] = []
-    /// Events that stand on their own: terminations, errors, watchdogs, memory warnings, kills.
+    /// Events that stand on their own: the app's ends, errors, watchdogs, memory warnings.
     var markers: [Event] = []
     /// Events no lane knows, drawn on a lane of their own so nothing in the report is hidden.
     var others: [Event] = []
@@ -205,10 +205,7 @@ struct RunLanes {
             case "willResignActive", "willEnterForeground": enter(.inactive, at: e.t, e, into: &self)
             case "didEnterBackground": enter(.background, at: e.t, e, into: &self, restart: true)
             case "suspended": enter(.suspended, at: e.t, e, into: &self)
-            case "willTerminate":
-                enter(.notRunning, at: e.t, e, into: &self)
-                closeWithTheApp(at: e.t)
-            case "killed", "forceQuit", "terminated", "endedWhileSuspended":
+            case "willTerminate", "killed", "forceQuit", "terminated", "endedWhileSuspended":
                 markers.append(e)
                 enter(.notRunning, at: e.t, e, into: &self)
                 closeWithTheApp(at: e.t)
@@ -390,6 +387,27 @@ struct RunLanes {
         let id = e.text("task") ?? "?"
         if let name = e.text("name") { return "\(name) #\(id)" }
         return "task #\(id)"
+    }
+
+    /// How an event ended the app, so that the three pictures draw each end alike.
+    enum Ending {
+        /// `terminate`: `willTerminate`, or `endedWhileSuspended` when the app was suspended,
+        /// which iOS ends without telling it. The ordinary end of an app, no failure.
+        case ordinary
+        /// `kill` or `force-quit`: the app was stopped at once, whatever it was doing.
+        case killed
+        /// `terminated`: a rule ended it (watchdog, budget, task limit, completion).
+        case terminated
+    }
+
+    /// How the event called `name` ends the app; nil for any other event.
+    static func ending(_ name: String) -> Ending? {
+        switch name {
+        case "willTerminate", "endedWhileSuspended": return .ordinary
+        case "killed", "forceQuit": return .killed
+        case "terminated": return .terminated
+        default: return nil
+        }
     }
 
     /// `opFinished`'s `result`, or the v1 flags it replaced.

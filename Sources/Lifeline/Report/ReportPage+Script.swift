@@ -20,6 +20,12 @@ extension ReportPage {
         .alert { border: 1px solid #f2b8b5; background: #fff4f3; border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
         .alert h3 { margin: 0 0 4px; font-size: 13px; color: #a11d1a; }
         .alert ul { margin: 0; padding-left: 18px; }
+        .alert .why { color: #7f1d1d; margin: 1px 0 4px; overflow-wrap: anywhere;
+          font: 12px/1.35 ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; }
+        nav.index { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 8px 14px;
+          margin: 14px 0; }
+        nav.index h2 { font-size: 14px; } nav.index ol { margin: 0; padding-left: 22px; columns: 2 360px; }
+        nav.index li { margin: 1px 0; break-inside: avoid; } nav.index li.failing a { color: #a11d1a; font-weight: 600; }
         .alert dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 0; }
         .alert dt { color: var(--muted); } .alert dd { margin: 0; overflow-wrap: anywhere; }
         pre, code { font: 12px/1.35 ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", monospace; }
@@ -42,18 +48,18 @@ extension ReportPage {
         .task-expired, .task-fail { fill: #d64541; }
         .http { fill: #5b8def; } .http-fail { fill: #d64541; }
         .http-open { fill: #c3d4f9; stroke: #5b8def; stroke-dasharray: 3 2; }
-        .op { fill: #7b61c9; } .op-fail { fill: #e07b39; }
-        .op-open { fill: #d3c8f3; stroke: #7b61c9; stroke-dasharray: 3 2; }
+        .op { fill: #c0508f; } .op-fail { fill: #e07b39; }
+        .op-open { fill: #f1d3e4; stroke: #c0508f; stroke-dasharray: 3 2; }
         .xfer { fill: #b8d8c4; } .xfer-fail { fill: #f3b9b5; } .xfer-queued { fill: #e6eaef; }
         .xfer-open { fill: #dcefe2; stroke: #5aa27a; stroke-dasharray: 3 2; }
         .sys { fill: #c9c2e8; } .sys-fail { fill: #f3b9b5; }
         .sys-open { fill: #e4e0f5; stroke: #7a6cc0; stroke-dasharray: 3 2; }
         .prog { fill: #7cc49a; pointer-events: none; }
         .call { fill: #3b4a5e; } .call-slow { fill: #e07b39; }
-        .m-bad { fill: #d11f1a; } .m-warn { fill: #e69a17; } .m-info { fill: #6b7280; } .m-expire { fill: #f08a24; }
+        .m-bad { fill: #d11f1a; } .m-end { fill: #374151; } .m-warn { fill: #e69a17; } .m-info { fill: #6b7280; } .m-expire { fill: #f08a24; }
         .m-log-debug { fill: #a0a7b2; } .m-log-info { fill: #4a7fd6; } .m-log-warning { fill: #e69a17; }
         .m-log-error { fill: #d11f1a; }
-        .v-bad { stroke: #d11f1a; stroke-width: 2; }
+        .v-bad { stroke: #d11f1a; stroke-width: 2; } .v-end { stroke: #6b7280; stroke-width: 1.5; stroke-dasharray: 2 2; }
         .v-expire { stroke: #f08a24; stroke-width: 1.5; stroke-dasharray: 5 3; }
         [data-k]:hover { stroke: #111827; stroke-width: 1.2; }
         #tip { position: fixed; display: none; z-index: 10; max-width: 560px; background: #1f2633; color: #f3f4f6;
@@ -171,7 +177,7 @@ extension ReportPage {
                 var y = state ? r.y : r.y + 2 + it[2] * r.rowH, h = state ? STATE : r.rowH - (r.rowH > 8 ? 2 : 1);
                 var x0 = X(it[0]);
                 if (cls.slice(0, 2) === "m-") {
-                  if (cls === "m-bad") {
+                  if (cls === "m-bad" || cls === "m-end") {
                     s += '<path class="' + cls + '" data-k="' + k + '" d="M' + x0.toFixed(1) + " " + y + "l5 " + h / 2 +
                       "l-5 " + h / 2 + "l-5 " + (-h / 2) + 'z"></path>';
                   } else {

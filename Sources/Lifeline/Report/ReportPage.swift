@@ -30,6 +30,7 @@ public enum ReportPage {
             <header><h1>\(escape(title))</h1>\(legend)</header>
 
             """
+        if runs.count > 1 { out += index(runs, all) }
         for (index, (run, lanes)) in zip(runs, all).enumerated() {
             out += section(run, lanes, index: index)
         }
@@ -77,6 +78,27 @@ public enum ReportPage {
         }
     }
 
+    /// A link to each run, at the top of a page of several: its title, its outcome, and how many
+    /// of its expectations failed, failing runs marked so that they are found first.
+    private static func index(_ runs: [RenderedRun], _ all: [RunLanes]) -> String {
+        var out = "<nav class=\"index\"><h2>Runs</h2><ol>"
+        for (i, (run, lanes)) in zip(runs, all).enumerated() {
+            let failed = lanes.failedExpectations.count
+            let bad = failed > 0 || lanes.termination != nil
+            var chips: [String] = []
+            if let outcome = lanes.outcome {
+                chips.append(
+                    "<span class=\"chip \(outcome == "completed" ? "good" : "bad")\">\(escape(outcome))</span>")
+            }
+            if failed > 0 {
+                chips.append("<span class=\"chip bad\">\(failed) failed expectation\(failed == 1 ? "" : "s")</span>")
+            }
+            out += "<li\(bad ? " class=\"failing\"" : "")><a href=\"#run-\(i)\">\(escape(run.title))</a> "
+            out += chips.joined(separator: " ") + "</li>"
+        }
+        return out + "</ol></nav>\n"
+    }
+
     private static func section(_ run: RenderedRun, _ lanes: RunLanes, index: Int) -> String {
         var out = "<section class=\"run\" id=\"run-\(index)\">\n<h2>\(escape(run.title))</h2>\n"
         out += summary(lanes)
@@ -86,7 +108,9 @@ public enum ReportPage {
             for e in lanes.failedExpectations {
                 let line = e["line"].map(RunLanes.display).map { "line \($0): " } ?? ""
                 let text = e["text"].map(RunLanes.display) ?? e.serialized()
-                out += "<li>\(escape(line))<code>\(escape(text))</code></li>"
+                // Why it failed, as the terminal says it: without it a line reads as if it held.
+                let why = e["message"].map { "<div class=\"why\">\(escape(RunLanes.display($0)))</div>" } ?? ""
+                out += "<li>\(escape(line))<code>\(escape(text))</code>\(why)</li>"
             }
             out += "</ul></div>\n"
         }
@@ -159,8 +183,9 @@ public enum ReportPage {
             ("st-active", "active"), ("st-inactive", "inactive"), ("st-background", "background"),
             ("st-suspended", "suspended"), ("st-notRunning", "not running"), ("budget", "background budget"),
             ("budget-late", "after expiration"), ("task", "task"), ("task-expired", "expired task"),
-            ("http", "HTTP"), ("op", "queue op"), ("xfer", "transfer"), ("sys", "system task"), ("call", "handler call"),
-            ("m-log-info", "log line"), ("m-bad", "termination / error"),
+            ("http", "HTTP"), ("op", "queue op"), ("op-fail", "queue op not finished"), ("m-warn", "op dropped"),
+            ("xfer", "transfer"), ("sys", "system task"), ("call", "handler call"), ("m-log-info", "log line"),
+            ("m-end", "app ended (terminate)"), ("m-bad", "kill / termination / error"),
         ]
         let swatches = items.map { cls, label in
             "<span class=\"key\"><svg width=\"14\" height=\"12\"><rect class=\"\(cls)\" width=\"14\" height=\"12\" "
@@ -321,12 +346,16 @@ enum PageData {
             for m in lanes.markers {
                 let t = tip(m)
                 let cls: String
-                switch m.name {
-                case "terminated", "killed", "forceQuit", "endedWhileSuspended":
+                switch (RunLanes.ending(m.name), m.name) {
+                case (.terminated, _), (.killed, _):
                     cls = "m-bad"
                     vlines.append(.array([RunLanes.number(m.t), .string("v-bad"), .int(Int64(t))]))
-                case "pluginError", "watchdog": cls = "m-bad"
-                case "memoryWarning", "didReceiveMemoryWarning", "endUnknownTask": cls = "m-warn"
+                case (.ordinary, _):
+                    // The app ended as apps do: a line across the lanes, not drawn as a failure.
+                    cls = "m-end"
+                    vlines.append(.array([RunLanes.number(m.t), .string("v-end"), .int(Int64(t))]))
+                case (nil, "pluginError"), (nil, "watchdog"): cls = "m-bad"
+                case (nil, "memoryWarning"), (nil, "didReceiveMemoryWarning"), (nil, "endUnknownTask"): cls = "m-warn"
                 default: cls = "m-info"
                 }
                 items.append(item(m.t, m.t, 0, cls, t, m.name))

@@ -5,11 +5,15 @@ public struct ExpectationResult: Equatable, Sendable {
     /// `FILE:LINE: expected …, found …` for a failure (`FILE: unexpected …` for an implicit one);
     /// `FILE:LINE: met: …` for a pass.
     public var message: String
+    /// The message without its `FILE:LINE: ` (or `FILE: `): what the report keeps, so that it
+    /// does not depend on how the scenario's path was written.
+    public var reason: String
 
-    public init(expectation: Expectation, passed: Bool, message: String) {
+    public init(expectation: Expectation, passed: Bool, message: String, reason: String? = nil) {
         self.expectation = expectation
         self.passed = passed
         self.message = message
+        self.reason = reason ?? message
     }
 }
 
@@ -54,7 +58,8 @@ extension Expectation {
                 ExpectationResult(
                     expectation: Expectation(
                         line: 0, text: "no unexpected termination", kind: .noUnexpectedTermination),
-                    passed: false, message: "\(fileName): unexpected termination: \(kind) \(reason)"))
+                    passed: false, message: "\(fileName): unexpected termination: \(kind) \(reason)",
+                    reason: "unexpected termination: \(kind) \(reason)"))
         }
         // The lines about plugin errors. An error one of them matches is accounted for: expected,
         // or already failing a line that forbids it. Any other error is unexpected.
@@ -75,7 +80,8 @@ extension Expectation {
                     ExpectationResult(
                         expectation: Expectation(
                             line: 0, text: "no unexpected pluginError", kind: .noUnexpectedPluginError),
-                        passed: false, message: "\(fileName): unexpected pluginError: \(message)"))
+                        passed: false, message: "\(fileName): unexpected pluginError: \(message)",
+                        reason: "unexpected pluginError: \(message)"))
             }
         }
         return results
@@ -89,14 +95,17 @@ extension Expectation {
     }
 
     /// The report's `expectations` array: `[{"line", "text", "passed"}]`, implicit failures with
-    /// line 0.
+    /// line 0, and a failure's `message`: why it failed, as the terminal says it without the
+    /// `FILE:LINE: ` in front, so that the pictures can say it too.
     public static func reportEntries(_ results: [ExpectationResult]) -> JSONValue {
         .array(
             results.map {
-                .object([
+                var fields: [(String, JSONValue)] = [
                     ("line", .int(Int64($0.expectation.line))), ("text", .string($0.expectation.text)),
                     ("passed", .bool($0.passed)),
-                ])
+                ]
+                if !$0.passed { fields.append(("message", .string($0.reason))) }
+                return .object(fields)
             })
     }
 
@@ -146,9 +155,10 @@ extension Expectation {
             failure = nil
         }
         guard let failure else {
-            return ExpectationResult(expectation: self, passed: true, message: "\(at): met: \(text)")
+            return ExpectationResult(expectation: self, passed: true, message: "\(at): met: \(text)", reason: "met: \(text)")
         }
-        return ExpectationResult(expectation: self, passed: false, message: "\(at): \(wanted), \(failure)")
+        return ExpectationResult(
+            expectation: self, passed: false, message: "\(at): \(wanted), \(failure)", reason: "\(wanted), \(failure)")
     }
 
     /// What is wrong with the events for `query`, or nil when they are as expected.
@@ -176,26 +186,66 @@ extension Expectation {
                 + (names.isEmpty
                     ? "; the timeline is empty"
                     : "; the events in this report are: " + names.sorted().joined(separator: ", "))
+                + closest(nearMisses(query, in: timeline))
         }
         var message = matching.isEmpty ? "found none" : "found \(matching.count): " + list(matching)
-        // Near misses: fewest differing fields first (the time is not a field: an event right but
-        // for its time is the likeliest one meant), then nearest the window, then timeline order.
-        let misses = named.enumerated().compactMap { index, event -> (Int, Int64, Int, JSONValue, [String])? in
-            let differences = query.differences(for: event)
-            guard !differences.isEmpty else { return nil }
-            let fieldCount = differences.count - (query.window.map { differences.contains($0.miss) } == true ? 1 : 0)
-            return (fieldCount, query.distance(of: event), index, event, differences)
-        }.sorted { ($0.0, $0.1, $0.2) < ($1.0, $1.1, $1.2) }
         // Too few matched (too many needs no near misses): the near misses may be the missing ones.
         var short = true
         if case .exactly(let n) = count { short = matching.count < n }
-        if short, !misses.isEmpty {
-            message +=
-                "; closest: "
-                + misses.prefix(closestShown).map { describe($0.3) + " (" + $0.4.joined(separator: ", ") + ")" }
-                .joined(separator: "; ")
-        }
+        if short { message += closest(nearMisses(query, in: timeline)) }
         return message
+    }
+
+    /// `; closest: EVENT (WHY); …` for the first `closestShown` near misses; empty without any.
+    private static func closest(_ misses: [(event: JSONValue, differences: [String])]) -> String {
+        guard !misses.isEmpty else { return "" }
+        return "; closest: "
+            + misses.prefix(closestShown).map { describe($0.event) + " (" + $0.differences.joined(separator: ", ") + ")" }
+            .joined(separator: "; ")
+    }
+
+    /// The fields that name what an event is about, most telling first: a line that names the
+    /// operation, task or plugin it means is about that one, whatever else it got wrong.
+    static let nameTiers: [Set<String>] = [["name", "identifier"], ["plugin", "queue", "op", "task", "transfer", "url"]]
+
+    /// The events that almost match `query`, likeliest first, with what keeps each from matching.
+    ///
+    /// Ranked by what matches, names first: the event's own name (an event of another name
+    /// comes only after every one of the right name, and only when it has the very `name` or
+    /// `identifier` the line asks for: an operation dropped rather than finished), then the
+    /// name-like fields (`name` and `identifier`, then `plugin`, `queue`, `op`, `task`, `transfer`,
+    /// `url`), then the other fields and `contains`. The time is no field: an event right but for
+    /// its time is the likeliest one meant, so among equals the one nearest the window comes first,
+    /// then timeline order.
+    static func nearMisses(_ query: EventQuery, in timeline: [JSONValue]) -> [(event: JSONValue, differences: [String])] {
+        let named = query.fields.filter { nameTiers[0].contains($0.name) }
+        var ranked: [(key: [Int64], event: JSONValue, differences: [String])] = []
+        for (index, event) in timeline.enumerated() {
+            let sameName = event["event"]?.plainText == query.event
+            if !sameName {
+                // Another event about the same named thing: only when the line names one.
+                guard !named.isEmpty, named.allSatisfy({ event[$0.name].map($0.value.matches) == true }),
+                    event["event"]?.plainText != nil
+                else { continue }
+            }
+            var differences = query.differences(for: event)
+            if !sameName { differences.insert("is \(event["event"]?.plainText ?? "?")", at: 0) }
+            guard !differences.isEmpty else { continue }
+            var key: [Int64] = [sameName ? 0 : 1]
+            for tier in nameTiers + [nil] {
+                let misses = query.fields.filter { field in
+                    let inTier = tier.map { $0.contains(field.name) } ?? !nameTiers.contains { $0.contains(field.name) }
+                    return inTier && event[field.name].map(field.value.matches) != true
+                }.count
+                key.append(Int64(misses))
+            }
+            if let contains = query.contains, !(event["message"]?.plainText?.contains(contains) ?? false) {
+                key[key.count - 1] += 1
+            }
+            key += [query.distance(of: event), Int64(index)]
+            ranked.append((key, event, differences))
+        }
+        return ranked.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { ($0.event, $0.differences) }
     }
 
     /// What in `query` names something no report can hold: an event, or a field of its event.

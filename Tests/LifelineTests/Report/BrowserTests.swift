@@ -98,6 +98,12 @@ private func bodyAttribute(_ name: String, in dom: String) -> String? {
         #expect(lanes > 10)
         // The hostile run's script tag stayed text: no script of it ran, so no alert replaced the page.
         #expect(dom.contains("class=\"lane-bg\""))
+        // The index links every run to its section on the page.
+        #expect(dom.contains("<nav class=\"index\">"))
+        for i in 0..<runs.count {
+            #expect(dom.contains("href=\"#run-\(i)\""))
+            #expect(dom.contains("id=\"run-\(i)\""))
+        }
     }
 
     @Test(.enabled(if: chromium != nil, "chromium is not installed"))

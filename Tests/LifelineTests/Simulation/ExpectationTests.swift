@@ -415,12 +415,13 @@ func expect_matching_followsTheRules(_ line: String, _ passes: Bool) throws {
     #expect(Lifeline.Expectation.exitCode(good, withoutExpectations: 1) == 0)
 }
 
-@Test func expect_reportEntries_giveLineTextAndPassed() throws {
+@Test func expect_reportEntries_giveLineTextAndPassed_andWhyALineFailed() throws {
     let results = try check(["expect outcome completed  # fine", "expect no taskBegan"], saveReport())
     #expect(
         Lifeline.Expectation.reportEntries(results).serialized()
             == #"[{"line":1,"text":"expect outcome completed","passed":true},"#
-            + #"{"line":2,"text":"expect no taskBegan","passed":false}]"#)
+            + #"{"line":2,"text":"expect no taskBegan","passed":false,"#
+            + #""message":"expected no taskBegan, found 1: t=5 taskBegan plugin=save-changes task=4 name=save"}]"#)
 }
 
 /// An unknown termination kind is answered with every kind there is, from the one list of them.
