@@ -91,7 +91,7 @@ public enum ReportPage {
                     "<span class=\"chip \(outcome == "completed" ? "good" : "bad")\">\(escape(outcome))</span>")
             }
             if failed > 0 {
-                chips.append("<span class=\"chip bad\">\(failed) failed expectation\(failed == 1 ? "" : "s")</span>")
+                chips.append("<span class=\"chip bad\">\(counted(failed, "failed expectation"))</span>")
             }
             out += "<li\(bad ? " class=\"failing\"" : "")><a href=\"#run-\(i)\">\(escape(run.title))</a> "
             out += chips.joined(separator: " ") + "</li>"
@@ -131,15 +131,15 @@ public enum ReportPage {
         let tasks = lanes.spans.filter { $0.kind == .task }
         var chips = [
             "<span class=\"chip \(outcome == "completed" ? "good" : "bad")\">\(escape(outcome))</span>",
-            "<span class=\"chip\">\(lanes.events.count) events</span>",
-            "<span class=\"chip\">\(tasks.count) tasks</span>",
+            "<span class=\"chip\">\(counted(lanes.events.count, "event"))</span>",
+            "<span class=\"chip\">\(counted(tasks.count, "task"))</span>",
         ]
         let expired = tasks.filter { $0.outcome == "expired" }.count
         if expired > 0 { chips.append("<span class=\"chip warn\">\(expired) expired</span>") }
         let http = lanes.spans.filter { $0.kind == .http }.count
         if http > 0 { chips.append("<span class=\"chip\">\(http) HTTP</span>") }
-        if !lanes.logs.isEmpty { chips.append("<span class=\"chip\">\(lanes.logs.count) log lines</span>") }
-        if !lanes.calls.isEmpty { chips.append("<span class=\"chip\">\(lanes.calls.count) handler calls</span>") }
+        if !lanes.logs.isEmpty { chips.append("<span class=\"chip\">\(counted(lanes.logs.count, "log line"))</span>") }
+        if !lanes.calls.isEmpty { chips.append("<span class=\"chip\">\(counted(lanes.calls.count, "handler call"))</span>") }
         if let profile = lanes.profile { chips.append("<span class=\"chip\">profile \(escape(profile))</span>") }
         if let budget = lanes.budgetSeconds {
             let lead = lanes.expirationLead.map { ", expiration \(ReportNumber.seconds($0)) s before" } ?? ""
@@ -147,6 +147,9 @@ public enum ReportPage {
         }
         return "<div class=\"summary\">\(chips.joined(separator: " "))</div>\n"
     }
+
+    /// `1 task`, `2 tasks`.
+    private static func counted(_ n: Int, _ noun: String) -> String { "\(n) \(noun)\(n == 1 ? "" : "s")" }
 
     private static func terminationBox(_ term: JSONValue) -> String {
         var out = "<div class=\"alert\"><h3>Terminated</h3><dl>"
@@ -183,7 +186,7 @@ public enum ReportPage {
             ("st-active", "active"), ("st-inactive", "inactive"), ("st-background", "background"),
             ("st-suspended", "suspended"), ("st-notRunning", "not running"), ("budget", "background budget"),
             ("budget-late", "after expiration"), ("task", "task"), ("task-expired", "expired task"),
-            ("http", "HTTP"), ("op", "queue op"), ("op-fail", "queue op not finished"), ("m-warn", "op dropped"),
+            ("http", "HTTP"), ("op", "queue op"), ("op-fail", "queue op not finished"), ("m-warn", "warning / op dropped"),
             ("xfer", "transfer"), ("sys", "system task"), ("call", "handler call"), ("m-log-info", "log line"),
             ("m-end", "app ended (terminate)"), ("m-bad", "kill / termination / error"),
         ]
