@@ -217,35 +217,55 @@ extension Expectation {
     /// `url`), then the other fields and `contains`. The time is no field: an event right but for
     /// its time is the likeliest one meant, so among equals the one nearest the window comes first,
     /// then timeline order.
-    static func nearMisses(_ query: EventQuery, in timeline: [JSONValue]) -> [(event: JSONValue, differences: [String])] {
+    ///
+    /// Only the first `limit` are kept, so a timeline of a million events costs a pass over it and
+    /// no sort.
+    static func nearMisses(_ query: EventQuery, in timeline: [JSONValue], limit: Int = closestShown)
+        -> [(event: JSONValue, differences: [String])]
+    {
+        guard limit > 0 else { return [] }
+        // Each field's tier: 0 and 1 for the name-like ones, 2 for the others.
+        let tiers = query.fields.map { field in nameTiers.firstIndex { $0.contains(field.name) } ?? nameTiers.count }
         let named = query.fields.filter { nameTiers[0].contains($0.name) }
-        var ranked: [(key: [Int64], event: JSONValue, differences: [String])] = []
+        // Other name first, then the fields missed in each tier, the distance from the window,
+        // and the place in the timeline.
+        typealias Rank = (Int64, Int64, Int64, Int64, Int64, Int64)
+        var kept: [(rank: Rank, event: JSONValue)] = []
         for (index, event) in timeline.enumerated() {
-            let sameName = event["event"]?.plainText == query.event
-            if !sameName {
-                // Another event about the same named thing: only when the line names one.
-                guard !named.isEmpty, named.allSatisfy({ event[$0.name].map($0.value.matches) == true }),
-                    event["event"]?.plainText != nil
-                else { continue }
+            guard let name = event["event"]?.plainText else { continue }
+            let sameName = name == query.event
+            // Another event about the same named thing: only when the line names one.
+            if !sameName && (named.isEmpty || !named.allSatisfy({ event[$0.name].map($0.value.matches) == true })) {
+                continue
             }
-            var differences = query.differences(for: event)
-            if !sameName { differences.insert("is \(event["event"]?.plainText ?? "?")", at: 0) }
-            guard !differences.isEmpty else { continue }
-            var key: [Int64] = [sameName ? 0 : 1]
-            for tier in nameTiers + [nil] {
-                let misses = query.fields.filter { field in
-                    let inTier = tier.map { $0.contains(field.name) } ?? !nameTiers.contains { $0.contains(field.name) }
-                    return inTier && event[field.name].map(field.value.matches) != true
-                }.count
-                key.append(Int64(misses))
+            var misses: (Int64, Int64, Int64) = (0, 0, 0)
+            for (field, tier) in zip(query.fields, tiers) where event[field.name].map(field.value.matches) != true {
+                switch tier {
+                case 0: misses.0 += 1
+                case 1: misses.1 += 1
+                default: misses.2 += 1
+                }
             }
-            if let contains = query.contains, !(event["message"]?.plainText?.contains(contains) ?? false) {
-                key[key.count - 1] += 1
+            if let contains = query.contains {
+                var holds = false
+                if case .string(let message)? = event["message"] { holds = message.contains(contains) }
+                if !holds { misses.2 += 1 }
             }
-            key += [query.distance(of: event), Int64(index)]
-            ranked.append((key, event, differences))
+            let distance = query.distance(of: event)
+            let inWindow = query.window.map { w in event["t"].flatMap(milliseconds).map { w.contains(milliseconds: $0) } ?? false } ?? true
+            // An event of the name with nothing missed matches: it is no near miss.
+            if sameName && misses == (0, 0, 0) && inWindow { continue }
+            let rank: Rank = (sameName ? 0 : 1, misses.0, misses.1, misses.2, distance, Int64(index))
+            guard kept.count < limit || rank < kept[kept.count - 1].rank else { continue }
+            let at = kept.firstIndex { rank < $0.rank } ?? kept.count
+            kept.insert((rank, event), at: at)
+            if kept.count > limit { kept.removeLast() }
         }
-        return ranked.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { ($0.event, $0.differences) }
+        return kept.map { entry in
+            var differences = query.differences(for: entry.event)
+            if entry.rank.0 == 1 { differences.insert("is \(entry.event["event"]?.plainText ?? "?")", at: 0) }
+            return (entry.event, differences)
+        }
     }
 
     /// What in `query` names something no report can hold: an event, or a field of its event.
