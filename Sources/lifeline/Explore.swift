@@ -96,8 +96,10 @@ struct Explore: ParsableCommand {
     }
 
     func run() throws {
-        // Thousands of runs: the plugins' log lines would drown the verdict. The report keeps them.
-        LoggingSystem.bootstrap { _ in SwiftLogNoOpLogHandler() }
+        // Thousands of runs: the plugins' log lines would drown the verdict. Each run's report
+        // still records them, at the level --log-level lets through, for `expect log` lines.
+        let level = profileOptions.level
+        LoggingSystem.bootstrap { _ in SilentLogHandler(logLevel: level) }
         ExitOnSignals.install()
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let seedValue = seed == "random" ? UInt64.random(in: 0...UInt64.max) : UInt64(seed)!
@@ -220,7 +222,7 @@ struct Explore: ParsableCommand {
         let outcome = (try? Explorer.run(shrunk, target)) ?? nil
         let failures = outcome?.failures ?? [found.failure]
         var expectations = failures.compactMap { failure -> String? in
-            if case .expectation(let text) = failure { return "expect " + text }
+            if case .expectation(let text) = failure { return text }
             return nil
         }
         var seen: Set<String> = []
@@ -235,7 +237,8 @@ struct Explore: ParsableCommand {
             "# Shrunk from \(prefix + found.run.moves.count) steps to \(prefix + shrunk.moves.count). "
                 + "lifeline test fails on it until the bug is fixed.",
         ]
-        let text = shrunk.scenarioText(settings: target.settings, header: header, expectations: expectations)
+        let text = shrunk.scenarioText(
+            settings: target.settings, header: header, expectations: expectations, profile: target.setup.profile)
         let folder = out ?? (directory + "/" + target.plugin + "/scenarios")
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -279,4 +282,15 @@ struct Explore: ParsableCommand {
         var messages: [String]
         var reproduces: Bool
     }
+}
+
+/// Lets a log line through at its level, so the report records it, and prints nothing.
+private struct SilentLogHandler: LogHandler {
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {}
 }

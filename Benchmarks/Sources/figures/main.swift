@@ -31,6 +31,7 @@ let rows: [(name: String, run: () -> Row)] = [
     ("report.write", reportWriteRow),
     ("http.loopback", httpRow),
     ("transfer.loopback", transferRow),
+    ("explore.runs", exploreRow),
 ]
 
 /// The CPU-bound rows, as callgrind counts them: each side runs a number of steps of its work

@@ -42,17 +42,21 @@ public struct ExploreCase: Equatable, Sendable {
     ///
     /// - Parameter expectations: the expect lines to end with (the written file's); nil: none
     ///   beyond those in `settings`' text.
+    /// - Parameter profile: with `expectations`, the profile the runs had: the written file
+    ///   names it with `profile` and `limit` lines in place of the settings' own, so that it
+    ///   fails under `lifeline simulate` without the flags explore was given.
     public func scenarioText(
-        settings: ExploreSettings, header: [String] = [], expectations: [String]? = nil
+        settings: ExploreSettings, header: [String] = [], expectations: [String]? = nil, profile: Profile? = nil
     ) -> String {
         var lines = header
         if let expectations {
-            // The written file: the settings' lines without their expect lines, which are replaced.
+            lines += profile.map(Self.lines(naming:)) ?? []
+            // The written file: the settings' lines without their expect lines, which are
+            // replaced, and without their profile and limit lines when those are given.
+            let replaced: Set<Substring> = profile == nil ? ["expect"] : ["expect", "profile", "limit"]
             for line in settings.text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
                 let first = line.prefix { $0 != "#" }.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" }).first
-                if first != "expect", !line.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\r" }) {
-                    lines.append(String(line))
-                }
+                if let first, !replaced.contains(first) { lines.append(String(line)) }
             }
         } else if !settings.text.isEmpty {
             lines.append(settings.text)
@@ -66,6 +70,23 @@ public struct ExploreCase: Equatable, Sendable {
         }
         lines.append(contentsOf: expectations ?? [])
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `profile` and `limit` lines that give `profile` (nothing for ios13 as it is): its name, and
+    /// each figure that differs from that profile's own.
+    static func lines(naming profile: Profile) -> [String] {
+        guard let base = try? Profile.named(profile.name) else { return [] }
+        var lines = profile.name == Profile.ios13.name ? [] : ["profile \(profile.name)"]
+        for figure in Profile.Figure.allCases {
+            if let seconds = figure.seconds {
+                if profile[keyPath: seconds] != base[keyPath: seconds] {
+                    lines.append("limit \(figure.rawValue) \(profile[keyPath: seconds])")
+                }
+            } else if profile.taskLimit != base.taskLimit {
+                lines.append("limit \(figure.rawValue) \(profile.taskLimit)")
+            }
+        }
+        return lines
     }
 
     /// A time in milliseconds as a scenario writes it: `0s`, `12s`, `1.5s`, `250ms`.

@@ -180,6 +180,7 @@ public enum Explorer {
                     let dropped = candidate.moves[start..<start + chunk].reduce(0) { $0 + $1.wait }
                     candidate.moves.removeSubrange(start..<start + chunk)
                     if start < candidate.moves.count { candidate.moves[start].wait += dropped }
+                    candidate = allowed(candidate, after: target.settings.scenario)
                     if fails(candidate, failure, target, database, &attempts) {
                         best = candidate
                         improved = true
@@ -244,6 +245,26 @@ public enum Explorer {
             }
         }
         return best
+    }
+
+    /// `run` without the steps the lifecycle refuses once others are gone: a `launch` after the
+    /// `kill` before it was dropped, then the `foreground` that needed that launch. Dropping a
+    /// step often leaves such steps behind; dropping them too lets shrinking go past them.
+    static func allowed(_ run: ExploreCase, after prefix: Scenario) -> ExploreCase {
+        var lifecycle = Lifecycle()
+        for entry in prefix.entries { _ = try? lifecycle.apply(entry.step) }
+        var kept = run
+        kept.moves = []
+        var carried: Int64 = 0
+        for move in run.moves {
+            if (try? lifecycle.apply(move.step)) != nil {
+                kept.moves.append(ExploreCase.Move(wait: move.wait + carried, step: move.step))
+                carried = 0
+            } else {
+                carried += move.wait
+            }
+        }
+        return kept
     }
 
     /// Shorter waits to try in place of `wait` milliseconds, shortest first: none, whole
