@@ -146,3 +146,18 @@ private let describe = """
     // The waiter's own task expires with `long`'s, so its wait raises: expired.
     #expect(marks(recorder) == ["cancelled:false,cancelled", "long:false,expired"])
 }
+
+@Test func wait_valuesOutliveAFullCollection_whileThePluginKeepsTheHandle() throws {
+    // Only the finished work's dead coroutine holds the table it returned; the handle holds that.
+    let source = """
+        local producer = lifeline.background('produce', function() return {n = 7}, 'kept' end)
+        lifeline.background('late', function()
+          lifeline.sleep(1)
+          collectgarbage('collect')
+          collectgarbage('collect')
+          local ok, t, s = producer:wait()
+          mark(tostring(ok) .. ',' .. t.n .. ',' .. s)
+        end)
+        """
+    #expect(try marksOf(source) == ["true,7,kept"])
+}
