@@ -23,6 +23,18 @@ enum DocLogLines {
         try! Regex(#"^(\[[A-Za-z_][A-Za-z0-9_]*\]( |$)|[A-Za-z_][A-Za-z0-9_]*=[^ ]* )"#)
     }
 
+    /// The start of any log line: a level and a logger's label.
+    static var levelAndLabel: Regex<AnyRegexOutput> {
+        try! Regex(#"(trace|debug|info|notice|warning|error|critical) (lifeline|plugin\.[A-Za-z0-9._-]+): "#)
+    }
+
+    /// A line as swift-log's own StreamLogHandler prints a host's line, its timestamp trimmed: the
+    /// metadata (the host's time `t` among it) before the `[Module]` tag, then the message.
+    static var swiftLogShape: Regex<AnyRegexOutput> {
+        try! Regex(
+            #"^(trace|debug|info|notice|warning|error|critical) (lifeline|plugin\.[A-Za-z0-9._-]+):( [A-Za-z_]+=[^ ]+)* t=[^ ]+( [A-Za-z_]+=[^ ]+)* \[[A-Za-z_][A-Za-z0-9_]*\] .*$"#)
+    }
+
     /// Why `line` is not a log line as the CLI prints it, or nil when it is one or is no log line.
     static func problem(_ line: String) -> String? {
         guard let match = line.wholeMatch(of: shape), let message = match.output[4].substring else { return nil }
@@ -41,9 +53,16 @@ enum DocLogLines {
     func theLogLinesADocShows_areShapedAsTheCLIPrintsThem(_ file: String) throws {
         let markdown = try String(contentsOfFile: CLI.packageRoot + "/" + file, encoding: .utf8)
         for block in DocExamples.blocks(of: markdown) {
-            if block.flags.contains("swift-log") || ["swift", "lua", "toml", "json", "scenario"].contains(block.language) {
+            if block.flags.contains("swift-log") {
+                for (offset, line) in block.lines.enumerated() where line.prefixMatch(of: DocLogLines.levelAndLabel) != nil {
+                    if line.wholeMatch(of: DocLogLines.swiftLogShape) == nil {
+                        let at = "\(file):\(block.line + 1 + offset)"
+                        Issue.record("\(at): not as swift-log's handler prints a host's line (LEVEL LABEL: t=T … [Module] MESSAGE): \(line)")
+                    }
+                }
                 continue
             }
+            if ["swift", "lua", "toml", "json", "scenario"].contains(block.language) { continue }
             for (offset, line) in block.lines.enumerated() {
                 if let problem = DocLogLines.problem(line) {
                     Issue.record("\(file):\(block.line + 1 + offset): \(problem): \(line)")
@@ -89,5 +108,7 @@ enum DocLogLines {
         #expect(DocLogLines.problem("warning lifeline: Can't end BackgroundTask. plugin=examples") == nil)
         #expect(DocLogLines.problem("info plugin.sync: [1, 2] sent") == nil, "a message may start with brackets")
         #expect(DocLogLines.problem("lifeline: t.scenario:2: unknown action") == nil, "not a log line")
+        #expect("info plugin.flush: t=2 [LifelineLua] flushed".wholeMatch(of: DocLogLines.swiftLogShape) != nil)
+        #expect("info plugin.flush: [LifelineLua] t=2 flushed".wholeMatch(of: DocLogLines.swiftLogShape) == nil)
     }
 }

@@ -73,6 +73,9 @@ public struct Scenario: Equatable, Sendable {
     /// order: which one answers a request is decided by their times (latest first, then file
     /// order; see `ScriptedNetwork`), so the file's order of lines only breaks ties.
     ///
+    /// `profile NAME` and `limit NAME VALUE` lines (at most one of each NAME) say the figures the
+    /// scenario is written for; `profile(named:)` applies them, and the CLI's flags go over them.
+    ///
     /// `#` starts a comment anywhere on a line, `http` lines included: a response body cannot hold
     /// a `#`.
     public static func parse(_ text: String, fileName: String) throws(LifelineError) -> Scenario {
