@@ -290,6 +290,11 @@ private func scenarios(in folder: String) -> [String: String] {
             let result = try CLI.run(["explore", ws.plugins] + arguments)
             #expect(result.status == 64, "\(arguments): \(result.stderr)")
         }
+        try ws.plugin("broken", "lifeline.on('didEnterBackground', function() end")
+        let broken = try CLI.run(["explore", ws.plugins, "--runs", "10"])
+        #expect(broken.status == 65)
+        #expect(broken.stderr.contains("broken/init.lua:"), "\(broken.stderr)")
+        try FileManager.default.removeItem(atPath: ws.plugins + "/broken")
         let missing = try CLI.run(["explore", ws.path + "/nowhere"])
         #expect(missing.status == 65)
         let unknown = try CLI.run(["explore", ws.plugins, "--only", "bad"])
