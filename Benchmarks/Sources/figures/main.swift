@@ -103,6 +103,9 @@ let profiles: [String: () -> Void] = [
             print("\(count) lua_States: \(ns) ns/handler")
         }
     },
+    "explore.runs": {
+        profileExplore()
+    },
     "http.loopback": {
         let server = LoopbackServer { OKHandler() }
         _ = lifelineRequests(port: server.port, count: 2_000)
