@@ -53,7 +53,7 @@ final class SystemTaskLedger {
     /// a kind this one does not know, or a row the host cannot read whole, is skipped with a
     /// warning naming it (`StoredRow`).
     func all() throws(StoreError) -> [Saved] {
-        try database.read { [database] db in
+        try database.list { [database] db in
             try database.readRows(
                 db, table: "system_tasks", sql: "SELECT * FROM system_tasks ORDER BY seq",
                 name: { "(plugin \($0.shown("plugin")), identifier \($0.shown("identifier")))" }

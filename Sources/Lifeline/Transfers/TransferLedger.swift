@@ -103,7 +103,7 @@ public final class TransferLedger {
     /// The transfers of `plugin` (every plugin's when nil), oldest first. A row the host cannot
     /// read whole is skipped, with a warning (`StoredRow`).
     public func transfers(plugin: String? = nil) throws(StoreError) -> [TransferRecord] {
-        try database.read { [database] db in
+        try database.list { [database] db in
             if let plugin {
                 try database.readRows(
                     db, table: "transfers", sql: "SELECT * FROM transfers WHERE plugin = ? ORDER BY id",
@@ -118,7 +118,7 @@ public final class TransferLedger {
 
     /// The transfers that are not over, oldest first: what a host resumes when it starts.
     public func unfinished() throws(StoreError) -> [TransferRecord] {
-        try database.read { [database] db in
+        try database.list { [database] db in
             try database.readRows(
                 db, table: "transfers", sql: "SELECT * FROM transfers WHERE state IN ('queued', 'running') ORDER BY id",
                 name: TransferLedger.rowName, TransferLedger.record)
@@ -128,7 +128,7 @@ public final class TransferLedger {
     /// The events waiting for `plugin` (every plugin's when nil), in the order they happened.
     public func pendingEvents(plugin: String?) throws(StoreError) -> [TransferEventRecord] {
         let filter = plugin == nil ? "" : "WHERE e.plugin = ?"
-        return try database.read { [database] db in
+        return try database.list { [database] db in
             try database.readRows(
                 db, table: "transfer_events",
                 sql: """
@@ -142,7 +142,7 @@ public final class TransferLedger {
     /// The plugins that have events waiting, by name. A name that is not text the host could have
     /// written is skipped, with a warning: no plugin has it.
     public func pluginsWithPendingEvents() throws(StoreError) -> [String] {
-        try database.read { [database] db in
+        try database.list { [database] db in
             try database.readRows(
                 db, table: "transfer_events",
                 sql: "SELECT plugin, MIN(seq) AS seq FROM transfer_events GROUP BY plugin ORDER BY plugin",
