@@ -125,12 +125,9 @@ public enum Explorer {
             case .noUnexpectedTermination:
                 outcome.failures.append(.terminated(recorder.termination?.kind ?? .watchdog))
             case .noUnexpectedPluginError:
-                // "FILE: unexpected pluginError: MESSAGE (from PLUGIN at t=T)": the time varies.
-                var message = Substring(result.message)
-                if let range = message.range(of: ": unexpected pluginError: ") { message = message[range.upperBound...] }
-                if let origin = message.range(of: " (from ", options: .backwards) { message = message[..<origin.lowerBound] }
-                outcome.failures.append(.pluginError(ExploreFailure.location(of: String(message))))
-                outcome.messages.append(String(message))
+                let message = result.pluginError ?? ""
+                outcome.failures.append(.pluginError(ExploreFailure.location(of: message)))
+                outcome.messages.append(message)
                 continue
             default:
                 outcome.failures.append(.expectation(result.expectation.text))

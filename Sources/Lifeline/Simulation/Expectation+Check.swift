@@ -8,12 +8,17 @@ public struct ExpectationResult: Equatable, Sendable {
     /// The message without its `FILE:LINE: ` (or `FILE: `): what the report keeps, so that it
     /// does not depend on how the scenario's path was written.
     public var reason: String
+    /// For an unexpected `pluginError`, the error's own message, as the plugin raised it.
+    public var pluginError: String?
 
-    public init(expectation: Expectation, passed: Bool, message: String, reason: String? = nil) {
+    public init(
+        expectation: Expectation, passed: Bool, message: String, reason: String? = nil, pluginError: String? = nil
+    ) {
         self.expectation = expectation
         self.passed = passed
         self.message = message
         self.reason = reason ?? message
+        self.pluginError = pluginError
     }
 }
 
@@ -81,7 +86,7 @@ extension Expectation {
                         expectation: Expectation(
                             line: 0, text: "no unexpected pluginError", kind: .noUnexpectedPluginError),
                         passed: false, message: "\(fileName): unexpected pluginError: \(message)",
-                        reason: "unexpected pluginError: \(message)"))
+                        reason: "unexpected pluginError: \(message)", pluginError: event["message"]?.plainText ?? ""))
             }
         }
         return results

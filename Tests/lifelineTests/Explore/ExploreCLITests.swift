@@ -250,6 +250,19 @@ private func scenarios(in folder: String) -> [String: String] {
         #expect(passing.status == 0, "\(passing.stdout)\(passing.stderr)")
     }
 
+    @Test func withExpectLinesAPluginErrorStillFailsTheRunByItsPlace() throws {
+        let ws = try Workspace()
+        try ws.plugin("raises", "lifeline.on('didReceiveMemoryWarning', function() error('no memory for this') end)")
+        try ws.file("plugins/raises/explore.scenario", "expect no taskExpiring\n")
+        let result = try CLI.run(["explore", ws.plugins, "--runs", "300"])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("FAIL raises: pluginError at "), "\(result.stdout)")
+        #expect(result.stdout.contains("raises/init.lua:1: no memory for this"), "\(result.stdout)")
+        let text = try #require(scenarios(in: ws.plugins + "/raises/scenarios").values.first)
+        #expect(text.contains("expect outcome completed"))
+        #expect(stepLines(text).last?.hasSuffix("memory-warning") == true, "\(text)")
+    }
+
     @Test func junitAndHtmlShowTheFailingPlugins() throws {
         let ws = try Workspace()
         try ws.plugin("twice", plantedBugs[1].lua)
