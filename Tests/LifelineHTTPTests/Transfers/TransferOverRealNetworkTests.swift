@@ -162,12 +162,14 @@ struct TransferOverRealNetworkTests {
                 #expect(s.marks == ["finish 1"])
                 let retry = s.events("transferRetrying")
                 #expect(retry.count == 1)
-                // The date has whole seconds, and real time passed since it was written.
+                // The date has whole seconds, and real time passed since it was written: under a
+                // full parallel suite the host took over 2 s to send its first request. A delay
+                // read from the date is still far from any default and at most the 10 s given.
                 guard case .number(let after)? = retry.first?["after"], let seconds = Double(after) else {
                     Issue.record("no delay in \(retry)")
                     return
                 }
-                #expect(seconds > 8 && seconds <= 10, "Retry-After: \(date) gave \(seconds) s")
+                #expect(seconds > 4 && seconds <= 10, "Retry-After: \(date) gave \(seconds) s")
             }
         }
     }
