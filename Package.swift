@@ -73,7 +73,9 @@ let package = Package(
                 "Lifeline", "LifelineLua", "LifelineHTTP", "HeartbeatPlugin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Not Sources/lifeline: beside Sources/Lifeline, a case-insensitive disk merges them.
+            path: "Sources/LifelineCLI"
         ),
         // The tests' shared helpers; no Lua, so the core's tests stand without it.
         .target(
@@ -93,7 +95,7 @@ let package = Package(
                 "LifelineLua", "Lifeline", "LifelineTesting", "CLuaShims", "CLua",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "lifelineTests", dependencies: ["Lifeline"]),
+        .testTarget(name: "LifelineCLITests", dependencies: ["Lifeline"]),
         .testTarget(
             name: "LifelineHTTPTests",
             dependencies: [

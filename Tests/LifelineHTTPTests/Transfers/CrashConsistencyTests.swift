@@ -57,7 +57,7 @@ struct CrashConsistencyTests {
         var logs: [String] = []
         var killedMidDownload = 0
         for kill in 0..<50 {
-            let live = try LiveRun(plugins: plugins, stateDir: state, log: root + "/run-\(kill).log")
+            let live = try ChildRun(plugins: plugins, stateDir: state, log: root + "/run-\(kill).log")
             // Once it has committed something in this run, kill it 0-120 ms later.
             _ = live.wait(upTo: 20) { live.text.contains("committed") }
             usleep(useconds_t(random(0...120) * 1000))
@@ -67,7 +67,7 @@ struct CrashConsistencyTests {
             if names.contains(where: { $0.hasSuffix(".partial") }) { killedMidDownload += 1 }
         }
         // A last run, left alone until every download has finished (no step past 200 starts one).
-        let last = try LiveRun(plugins: plugins, stateDir: state, log: root + "/run-last.log")
+        let last = try ChildRun(plugins: plugins, stateDir: state, log: root + "/run-last.log")
         let settled = last.wait(upTo: 60) {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: state + "/files/p")) ?? []
             return last.text.contains("committed") && !names.contains { $0.hasSuffix(".partial") }

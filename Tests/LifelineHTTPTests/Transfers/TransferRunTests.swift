@@ -12,7 +12,7 @@ var lifelineBinary: String {
 }
 
 /// A `lifeline run` whose stderr goes to a file.
-final class LiveRun {
+final class ChildRun {
     let process = Process()
     let log: String
 
@@ -75,14 +75,14 @@ struct TransferRunTests {
             """.write(toFile: plugins + "/p/init.lua", atomically: true, encoding: .utf8)
         let partial = state + "/files/p/big.bin.1.partial"
 
-        let first = try LiveRun(plugins: plugins, stateDir: state, log: root + "/first.log")
+        let first = try ChildRun(plugins: plugins, stateDir: state, log: root + "/first.log")
         #expect(first.wait { size(partial) >= 600_000 }, "\(first.text)")
         first.stop(SIGKILL)
         let atKill = size(partial)
         #expect(atKill > 0 && atKill < content.count)
         #expect(!FileManager.default.fileExists(atPath: state + "/files/p/big.bin"))
 
-        let second = try LiveRun(plugins: plugins, stateDir: state, log: root + "/second.log")
+        let second = try ChildRun(plugins: plugins, stateDir: state, log: root + "/second.log")
         #expect(second.wait { second.text.contains("heard big") }, "\(second.text)")
         second.stop(SIGTERM)
         #expect(FileManager.default.contents(atPath: state + "/files/p/big.bin").map(Array.init) == content)
@@ -111,7 +111,7 @@ struct TransferRunTests {
             toFile: plugins + "/p/plugin.toml", atomically: true, encoding: .utf8)
         try "lifeline.transfers.download{url = '\(server.url("/file/big.bin"))', to = 'big.bin', id = 'big'}"
             .write(toFile: plugins + "/p/init.lua", atomically: true, encoding: .utf8)
-        let live = try LiveRun(plugins: plugins, stateDir: state, log: root + "/run.log")
+        let live = try ChildRun(plugins: plugins, stateDir: state, log: root + "/run.log")
         #expect(live.wait { size(state + "/files/p/big.bin.1.partial") > 100_000 })
         let during = try transfersList(state)
         #expect(during.contains("p/big") && during.contains("running") && during.contains("%"), "\(during)")
