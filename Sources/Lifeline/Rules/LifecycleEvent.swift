@@ -23,7 +23,10 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     /// calls `event.complete(result)` within the profile's fetch limit.
     case didReceiveRemoteNotification
 
-    /// The event's position in `allCases`, for tables indexed by event.
+    /// The event's position in `allCases`, for tables indexed by event (the subscriptions, the
+    /// Lua bridge's strings, whose C side keeps `LIFELINE_EVENT_NAME_SLOTS` of them). A switch, so
+    /// reading it is a jump, not a search of `allCases` at every dispatch; LifecycleEventTests
+    /// holds it equal to the position, so a new case cannot be numbered wrong.
     public var ordinal: Int {
         switch self {
         case .didFinishLaunching: return 0
@@ -102,7 +105,8 @@ public enum AppState: String, Sendable, Equatable, CaseIterable {
     case suspended
     case ended
 
-    /// A small number for the state, for tables indexed by state.
+    /// The state's position in `allCases`, for tables indexed by state. A switch, for speed, that
+    /// LifecycleEventTests holds equal to the position.
     public var ordinal: Int {
         switch self {
         case .notRunning: return 0
