@@ -280,7 +280,10 @@ void lifeline_traceback_of(lua_State *L, lua_State *co) {
 
 // The strings every event table holds (its keys, the event names, the states), made once per
 // state and kept in a registry table by slot: pushing one is an array read, not a hash of its text.
+// After the keys, event name n (from 1) is in slot SLOT_FIRST_VALUE + n, and state n in
+// SLOT_STATES + n.
 enum { SLOT_NAME = 1, SLOT_TIME, SLOT_STATE, SLOT_FIRST_VALUE };
+enum { SLOT_STATES = SLOT_FIRST_VALUE + LIFELINE_EVENT_NAME_SLOTS };
 
 // Pushes the string in `slot` of the cache at `cache` (an absolute index), making it from `text`
 // the first time; slot 0 pushes `text` without caching.
@@ -322,7 +325,7 @@ static int lifeline_call_thunk(lua_State *L) {
     lua_pushnumber(L, ev->time);
     lua_rawset(L, 3);
     lifeline_push_cached(L, 1, SLOT_STATE, "state");
-    lifeline_push_cached(L, 1, ev->state_slot > 0 ? SLOT_FIRST_VALUE + 64 + ev->state_slot : 0, ev->state);
+    lifeline_push_cached(L, 1, ev->state_slot > 0 ? SLOT_STATES + ev->state_slot : 0, ev->state);
     lua_rawset(L, 3);
     if (ev->transfer_id) {
         lua_pushstring(L, ev->transfer_id);

@@ -134,6 +134,11 @@ int lifeline_push_file(lua_State *L, int fd, size_t size, size_t *seen);
 /// Decodes the JSON text `text` (`n` bytes) into Lua values, as lifeline.json.decode does, and
 /// pushes the value; or pushes why not. Protected: returns LUA_OK or the error's status.
 int lifeline_json_decode_text(lua_State *L, const char *text, size_t n);
+/// How many event names a state's string cache keeps, by `name_slot` from 1 up to this; the
+/// states' strings come after them. The host has at most this many lifecycle events (a test
+/// holds it to that).
+#define LIFELINE_EVENT_NAME_SLOTS 64
+
 /// A lifecycle event as the host hands it to a Lua handler.
 typedef struct LifelineEvent {
     const char *name;
