@@ -81,7 +81,7 @@ struct Explore: ParsableCommand {
         }
         if let time {
             do {
-                let t = try Scenario.parseTime(time, at: "--time")
+                let t = try Units.parseDuration(time, at: "--time")
                 guard t > .zero else { throw ValidationError("--time must be longer than 0s") }
             } catch let error as LifelineError { throw ValidationError(error.message) }
         }
@@ -103,7 +103,7 @@ struct Explore: ParsableCommand {
         ExitOnSignals.install()
         try runReportingErrors { () throws(LifelineError) -> Int32 in
             let seedValue = seed == "random" ? UInt64.random(in: 0...UInt64.max) : UInt64(seed)!
-            let limit = try time.map { t throws(LifelineError) in try Scenario.parseTime(t, at: "--time").seconds }
+            let limit = try time.map { t throws(LifelineError) in try Units.parseDuration(t, at: "--time").seconds }
             let options = ExploreOptions(
                 seed: seedValue, runs: runs ?? (limit == nil ? 1000 : Int.max), seconds: limit,
                 shard: try shard.map { s throws(LifelineError) in try Shard.parse(s) } ?? .all,

@@ -70,7 +70,7 @@ struct Simulate: ParsableCommand {
             throw ValidationError("--watchdog-scale must be a number > 0")
         }
         if let until {
-            do { _ = try Scenario.parseTime(until, at: "--until") } catch { throw ValidationError(error.message) }
+            do { _ = try Units.parseDuration(until, at: "--until") } catch { throw ValidationError(error.message) }
         }
         checkWritable(report, "--report")
         checkWritable(renderData, "--render-data")
@@ -91,7 +91,7 @@ struct Simulate: ParsableCommand {
                 reportPath: report)
             setup.watchdogScale = watchdogScale
             setup.isDrawn = setup.isDrawn || renderData != nil
-            let limit = try until.map { u throws(LifelineError) in try Scenario.parseTime(u, at: "--until") }
+            let limit = try until.map { u throws(LifelineError) in try Units.parseDuration(u, at: "--until") }
             let outputs = Outputs(scenario: parsed, setup: setup, pictures: pictures, renderData: renderData)
             let recorder = try Simulation.run(
                 scenario: parsed, setup: setup, until: limit,
@@ -151,7 +151,7 @@ func readScenario(_ path: String) throws(LifelineError) -> Data {
     defer { if fd != STDIN_FILENO { close(fd) } }
     let limit = Scenario.maximumBytes
     let tooLarge = LifelineError.badInput(
-        "cannot read scenario file \(name): it is larger than \(PluginManifest.formatBytes(limit)), the most a "
+        "cannot read scenario file \(name): it is larger than \(Units.formatBytes(limit)), the most a "
             + "scenario may hold")
     var info = stat()
     if fstat(fd, &info) == 0 {

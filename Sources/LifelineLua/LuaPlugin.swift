@@ -257,12 +257,12 @@ public final class LuaPlugin: PluginInstance {
             if let control, lifeline_take_deep_oom(control) != 0 {
                 return .raised(
                     message: "stack overflow: plugin '\(name)' recursed so deep that it reached its memory cap of "
-                        + PluginManifest.formatBytes(cap),
+                        + Units.formatBytes(cap),
                     traceback: LuaPlugin.noTraceback)
             }
             return .raised(
                 message: "not enough memory: plugin '\(name)' reached its memory cap of "
-                    + PluginManifest.formatBytes(cap),
+                    + Units.formatBytes(cap),
                 traceback: LuaPlugin.noTraceback)
         }
         // The message handler appended "\nstack traceback:\n..." to string errors.

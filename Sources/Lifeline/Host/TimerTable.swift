@@ -3,9 +3,8 @@
 ///
 /// Threading: main executor only.
 final class TimerTable {
-    /// The soonest a timer fires: 1 ms, the clock's resolution. A loop of zero-delay timers still
-    /// moves virtual time on, so `--until` can end it.
-    static let resolution = 0.001
+    /// The clock's resolution, for the callers not yet reading `Units.clockResolution`.
+    static var resolution: Double { Units.clockResolution }
 
     private let session: AppSession
     private let caller: GuardedCaller
@@ -19,14 +18,14 @@ final class TimerTable {
         self.caller = caller
     }
 
-    /// A delay as the clock takes it: never below its resolution, and NaN as none.
-    static func delay(_ seconds: Double) -> Double { max(resolution, seconds.isNaN ? 0 : seconds) }
+    /// A delay as the clock takes it, for the callers not yet reading `Units.clockDelay`.
+    static func delay(_ seconds: Double) -> Double { Units.clockDelay(seconds) }
 
     func start(plugin index: Int, after seconds: Double, callback: @escaping PluginCallback) -> Int {
         let id = nextID
         nextID += 1
         // One method call, so `self` is taken from its unowned reference once, not at every use.
-        let job = session.scheduleAppJob(at: session.now.adding(seconds: Self.delay(seconds))) { [unowned self] in
+        let job = session.scheduleAppJob(at: session.now.adding(seconds: Units.clockDelay(seconds))) { [unowned self] in
             fire(id, plugin: index, callback)
         }
         timers.append(id, (index, job))

@@ -173,62 +173,24 @@ private struct Reader {
         }
         guard bytes > 0 else { throw fail(line, "[limits] \(key) must be more than 0 bytes") }
         guard bytes >= minimum else {
-            throw fail(line, "[limits] \(key) is \(PluginManifest.formatBytes(bytes)), below the minimum of "
-                + PluginManifest.formatBytes(minimum))
+            throw fail(line, "[limits] \(key) is \(Units.formatBytes(bytes)), below the minimum of "
+                + Units.formatBytes(minimum))
         }
         guard bytes <= maximum else {
-            throw fail(line, "[limits] \(key) is \(PluginManifest.formatBytes(bytes)), above the host maximum of "
-                + PluginManifest.formatBytes(maximum))
+            throw fail(line, "[limits] \(key) is \(Units.formatBytes(bytes)), above the host maximum of "
+                + Units.formatBytes(maximum))
         }
         return bytes
     }
 
-    /// Binary units because that is how memory is sized; decimal ones because people write them anyway.
-    static let units: [String: Int] = [
-        "": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
-        "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
-    ]
-
     func size(_ text: String, _ key: String, _ line: Int) throws(LifelineError) -> Int {
-        do throws(PluginManifest.ByteCountError) {
-            return try PluginManifest.byteCount(text)
+        do throws(Units.ByteCountError) {
+            return try Units.parseByteCount(text)
         } catch .tooLarge {
             throw fail(line, "[limits] \(key) \"\(text)\" is too large")
         } catch {
             throw fail(line, "[limits] \(key) \"\(text)\" is not a size; write a whole number with an optional "
                 + "unit (B, KiB, MiB, GiB, KB, MB, GB), like \"64MiB\"")
         }
-    }
-
-    static func trimmed(_ text: some StringProtocol) -> String {
-        let isSpace = { (c: Character) in c == " " || c == "\t" }
-        return String(text.drop(while: isSpace).reversed().drop(while: isSpace).reversed())
-    }
-}
-
-extension PluginManifest {
-    /// Why a text is not a byte count.
-    public enum ByteCountError: Error { case notASize, tooLarge }
-
-    /// A whole number with an optional unit from `units` ("64MiB", "50MB", "512"): plugin.toml's
-    /// limits and the scenario's `size=`/`rate=` read sizes alike.
-    public static func byteCount(_ text: some StringProtocol) throws(ByteCountError) -> Int {
-        let trimmed = Reader.trimmed(text)
-        let digits = trimmed.prefix { $0.isASCII && $0.isNumber }
-        let unit = Reader.trimmed(trimmed.dropFirst(digits.count))
-        guard !digits.isEmpty, let multiplier = Reader.units[unit] else { throw .notASize }
-        guard let count = Int(digits), case let (bytes, false) = count.multipliedReportingOverflow(by: multiplier)
-        else { throw .tooLarge }
-        return bytes
-    }
-
-    /// "512 MiB" rather than "536870912 bytes" whenever the number is whole in a unit, binary ones first.
-    public static func formatBytes(_ bytes: Int) -> String {
-        let units = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("GB", 1_000_000_000), ("MB", 1_000_000),
-                     ("KB", 1_000)]
-        for (unit, size) in units where bytes % size == 0 {
-            return "\(bytes / size) \(unit)"
-        }
-        return "\(bytes) bytes"
     }
 }

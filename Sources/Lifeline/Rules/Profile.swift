@@ -205,14 +205,14 @@ extension Profile {
         public func value(at: String) throws(LifelineError) -> Double {
             if let value = Double(text) {
                 // NaN and negative values are the figure's to refuse, with its own message.
-                guard value.isNaN || value <= Scenario.maximumSeconds else {
+                guard value.isNaN || value <= Units.maximumSeconds else {
                     throw .badInput(
                         "\(at): '\(text)' is too large: a number of seconds goes up to 100 years "
-                            + "(\(Int(Scenario.maximumSeconds)))")
+                            + "(\(Int(Units.maximumSeconds)))")
                 }
                 return value
             }
-            return try Scenario.parseTime(text, at: at).seconds
+            return try Units.parseDuration(text, at: at).seconds
         }
     }
 }

@@ -211,7 +211,7 @@ public struct Expectation: Equatable, Sendable {
                 guard let time = rest.popFirst()?.word else {
                     throw .badInput("\(at): 'at' needs a time, as in 'at 7s'")
                 }
-                query.window = .at(try Scenario.parseTime(time, at: at).milliseconds)
+                query.window = .at(try Units.parseDuration(time, at: at).milliseconds)
             case "between":
                 guard query.window == nil else { throw .badInput("\(at): give at most one 'at' or 'between'") }
                 let form = "write 'between TIME and TIME', as in 'between 5s and 30s'"
@@ -221,8 +221,8 @@ public struct Expectation: Equatable, Sendable {
                 guard rest.popFirst()?.word == "and", let b = rest.popFirst()?.word else {
                     throw .badInput("\(at): 'between \(a)' needs 'and TIME'; \(form)")
                 }
-                let start = try Scenario.parseTime(a, at: at)
-                let end = try Scenario.parseTime(b, at: at)
+                let start = try Units.parseDuration(a, at: at)
+                let end = try Units.parseDuration(b, at: at)
                 guard start <= end else {
                     throw .badInput("\(at): 'between \(a) and \(b)' goes backwards: put the earlier time first")
                 }

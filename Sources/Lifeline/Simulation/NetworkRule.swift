@@ -297,8 +297,8 @@ public struct NetworkRule: Equatable, Sendable {
     }
 
     private static func parseBytes(_ text: Substring, what: String, at: String) throws(LifelineError) -> Int64 {
-        do throws(PluginManifest.ByteCountError) {
-            let bytes = try PluginManifest.byteCount(text)
+        do throws(Units.ByteCountError) {
+            let bytes = try Units.parseByteCount(text)
             guard what == "size" || bytes > 0 else { throw .notASize }
             return Int64(bytes)
         } catch {
@@ -309,7 +309,7 @@ public struct NetworkRule: Equatable, Sendable {
     }
 
     private static func parseDelay(_ word: Substring, at: String) throws(LifelineError) -> Double {
-        try Scenario.parseTime(String(word), at: "\(at): bad delay after 'in'").seconds
+        try Units.parseDuration(String(word), at: "\(at): bad delay after 'in'").seconds
     }
 
     private static func isBlank(_ c: Character) -> Bool { c == " " || c == "\t" || c == "\r" }

@@ -155,7 +155,7 @@ public struct Scenario: Equatable, Sendable {
             guard words.count >= 2 else {
                 throw .badInput("\(at): expected a time and an action, as in '2s background'")
             }
-            let time = try parseTime(String(words[0]), at: at)
+            let time = try Units.parseDuration(String(words[0]), at: at)
             if words[1] == "http" {
                 // The rest of the line, untouched: a body keeps its spaces. No order check: a rule's
                 // time says when it takes over, whatever the lines around it.
@@ -207,79 +207,4 @@ public struct Scenario: Equatable, Sendable {
         }
         return names
     }
-
-    /// The latest time a scenario can name: 100 years, well inside what `HostTime` holds.
-    static let maximumSeconds: Double = 100 * 365 * 24 * 3600
-
-    /// The units of a time, largest first, with their length in seconds.
-    private static let timeUnits: [(name: Substring, seconds: Double)] = [
-        ("h", 3600), ("m", 60), ("s", 1), ("ms", 0.001),
-    ]
-
-    /// Parses a time or a duration: one or more NUMBER UNIT parts, largest unit first and each
-    /// unit at most once, added up: `250ms`, `1.5s`, `2m`, `1h`, `5m10s`, `1h30m`, `1m30.5s`,
-    /// `2s500ms`. The units are `h`, `m`, `s` and `ms`; a number is decimal digits with at most one
-    /// `.` (no sign, no exponent).
-    ///
-    /// Scenario step times, `in DURATION` delays and `--until` all read times here, so they take
-    /// the same forms.
-    ///
-    /// - Parameter at: what starts each message: `file:line`, or the option's name.
-    /// - Throws: `LifelineError.badInput` naming the problem: a number without a unit (`5m10`), an
-    ///   unknown unit, units out of order (`10s5m`) or repeated (`5s5s`), a sign, or a time past
-    ///   100 years.
-    public static func parseTime(_ text: String, at: String) throws(LifelineError) -> HostTime {
-        let forms = "write a number and a unit, or several from the largest down: 250ms, 1.5s, 2m, 1h, 5m10s"
-        if text.hasPrefix("-") {
-            throw .badInput("\(at): '\(text)' is negative; times count from the start, as in 0s or 5m10s")
-        }
-        guard let first = text.first, isDigit(first) || first == "." else {
-            throw .badInput("\(at): '\(text)' is not a time; \(forms)")
-        }
-        var rest = Substring(text)
-        var seconds = 0.0
-        var previous: Int?  // the index in `timeUnits` of the unit before, which must be larger
-        while !rest.isEmpty {
-            let number = rest.prefix { isDigit($0) || $0 == "." }
-            rest = rest[number.endIndex...]
-            let unit = rest.prefix { $0.isASCII && $0.isLetter }
-            rest = rest[unit.endIndex...]
-            guard !number.isEmpty else {
-                throw .badInput("\(at): unexpected '\(rest.first ?? " ")' in '\(text)'; \(forms)")
-            }
-            guard number.contains(where: isDigit), number.filter({ $0 == "." }).count <= 1, let value = Double(number)
-            else {
-                throw .badInput("\(at): '\(number)' in '\(text)' is not a number; \(forms)")
-            }
-            guard !unit.isEmpty else {
-                if let next = rest.first {
-                    throw .badInput("\(at): unexpected '\(next)' in '\(text)'; \(forms)")
-                }
-                if previous == nil {
-                    throw .badInput("\(at): '\(text)' has no unit; \(forms)")
-                }
-                throw .badInput(
-                    "\(at): '\(text)' ends with a number without a unit; put one after every number, as in 5m10s")
-            }
-            guard let index = timeUnits.firstIndex(where: { $0.name == unit }) else {
-                throw .badInput("\(at): unknown unit '\(unit)' in '\(text)'; use ms, s, m or h")
-            }
-            if let previous, index <= previous {
-                if index == previous {
-                    throw .badInput(
-                        "\(at): '\(text)' names the unit '\(unit)' twice; write each unit once, as in 5m10s")
-                }
-                throw .badInput(
-                    "\(at): the units of '\(text)' are out of order; write the largest first, as in 5m10s or 2s500ms")
-            }
-            previous = index
-            seconds += value * timeUnits[index].seconds
-        }
-        guard seconds.isFinite, seconds <= maximumSeconds else {
-            throw .badInput("\(at): '\(text)' is too far: times go up to 100 years")
-        }
-        return HostTime.seconds(seconds)
-    }
-
-    private static func isDigit(_ c: Character) -> Bool { c.isASCII && c.isNumber }
 }

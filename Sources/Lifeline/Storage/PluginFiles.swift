@@ -61,8 +61,8 @@ public final class PluginFiles {
         let after = entries.reduce(0) { $0 + $1.size } - (replaced ?? 0) + Int64(bytes.count)
         if after > Int64(quota) {
             throw FileError(
-                "plugin '\(plugin)' would keep \(PluginManifest.formatBytes(Int(clamping: after))) in its files "
-                    + "folder, over its quota of \(PluginManifest.formatBytes(quota)) (set another with [limits] files "
+                "plugin '\(plugin)' would keep \(Units.formatBytes(Int(clamping: after))) in its files "
+                    + "folder, over its quota of \(Units.formatBytes(quota)) (set another with [limits] files "
                     + "in plugin.toml)")
         }
         let (folder, leaf) = try TransferFolder.holding(path.name, in: root, create: true)

@@ -232,8 +232,8 @@ public final class PluginStore {
         let after = before - (oldSize.map { key.utf8.count + $0 } ?? 0) + (text.map { key.utf8.count + $0.utf8.count } ?? 0)
         if text != nil, after > quota, after > before {
             throw StoreError(
-                "plugin '\(plugin)' would keep \(PluginManifest.formatBytes(after)) in its store, over its quota of "
-                    + "\(PluginManifest.formatBytes(quota)) (set another with [limits] store in plugin.toml)")
+                "plugin '\(plugin)' would keep \(Units.formatBytes(after)) in its store, over its quota of "
+                    + "\(Units.formatBytes(quota)) (set another with [limits] store in plugin.toml)")
         }
         if pending != nil {
             pending![Array(key.utf8)] = (key, text)

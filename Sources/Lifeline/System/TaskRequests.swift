@@ -116,7 +116,7 @@ struct TaskRequests {
     /// again with no delay still moves virtual time on, as a zero-delay timer does, so `--until`
     /// ends the loop.
     static func due(_ r: Request, now: HostTime, policy: TaskPolicy) -> HostTime? {
-        let soonest = r.submitted.adding(seconds: TimerTable.resolution)
+        let soonest = r.submitted.adding(seconds: Units.clockResolution)
         if r.forced { return max(now, soonest) }
         switch policy {
         case .earliest: return max(r.earliest, soonest)
@@ -150,7 +150,7 @@ struct TaskRequests {
             if let due = Self.due(r, now: now, policy: policy) {
                 if due > now {
                     next = next.map { min($0, due) } ?? due
-                    if due == r.submitted.adding(seconds: TimerTable.resolution) { continue }
+                    if due == r.submitted.adding(seconds: Units.clockResolution) { continue }
                     reason = now < r.earliest ? .earliestBegin : .taskPolicy
                     until = due
                 } else if let held = conditions.holdBack(r) {

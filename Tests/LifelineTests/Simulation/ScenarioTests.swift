@@ -172,7 +172,7 @@ func scenario_stepNotAllowed_reportsItsLine(_ text: String, _ line: Int) throws 
     TimeCase(text: "1m250ms", nanoseconds: 60_250_000_000),
 ])
 func scenario_compoundTime_addsItsParts(_ c: TimeCase) throws {
-    #expect(try Scenario.parseTime(c.text, at: "t") == HostTime(nanoseconds: c.nanoseconds))
+    #expect(try Units.parseDuration(c.text, at: "t") == HostTime(nanoseconds: c.nanoseconds))
     let scenario = try Scenario.parse("\(c.text) launch", fileName: "t.scenario")
     #expect(scenario.entries.map(\.time) == [HostTime(nanoseconds: c.nanoseconds)])
 }
@@ -224,7 +224,7 @@ func scenario_badTime_isRejectedWithFileLine(_ c: BadTime) throws {
 /// The error parsing `text` as a time fails with, or nil when it parses.
 private func timeError(_ text: String, at: String) -> LifelineError? {
     do {
-        _ = try Scenario.parseTime(text, at: at)
+        _ = try Units.parseDuration(text, at: at)
         return nil
     } catch {
         return error
@@ -234,7 +234,7 @@ private func timeError(_ text: String, at: String) -> LifelineError? {
 @Test func scenario_compoundTime_worksForDelaysAndUntil() throws {
     let scenario = try Scenario.parse("0s http * * -> 200 ok in 1m30s, refuse in 2s500ms", fileName: "t.scenario")
     #expect(scenario.network.map(\.results) == [[.respond(status: 200, body: "ok", delay: 90), .refuse(delay: 2.5)]])
-    #expect(try Scenario.parseTime("1h30m", at: "--until") == .seconds(5400))
+    #expect(try Units.parseDuration("1h30m", at: "--until") == .seconds(5400))
     let until = try #require(timeError("10s5m", at: "--until"))
     #expect(until.message.hasPrefix("--until: the units of '10s5m' are out of order"), "\(until.message)")
     let delay = try #require(parseError("0s http * * -> 200 ok in 5m10"))
