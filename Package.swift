@@ -48,6 +48,13 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            // The HTML page's style and script, compiled into the binary as byte arrays
+            // (`PackageResources.report_css`): no bundle is looked up at run time, so a copied
+            // binary draws the same page.
+            resources: [
+                .embedInCode("Pictures/Resources/report.css"),
+                .embedInCode("Pictures/Resources/report.js"),
             ]
         ),
         // The Lua bridge: states, sandbox, the `lifeline` module.
