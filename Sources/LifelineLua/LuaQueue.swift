@@ -300,7 +300,7 @@ extension LuaModule {
         let body = LuaOperation(plugin: plugin, context: context, run: run, handleRef: handleRef)
         let onTimeout: PluginCallback? = timeoutHandler.map { fn in { plugin.call(ref: fn.ref, argument: handleRef) } }
         let op = QueueOperation(
-            id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !isAsync, context: context,
+            id: id, name: spec.name, timeout: spec.timeout, finishesWhenCodeEnds: !isAsync, plugin: context.ref,
             onTimeout: onTimeout, body: body)
         body.operation = op
         plugin.operations[id] = body
@@ -444,7 +444,7 @@ extension LuaModule {
         }
         guard lifeline_isfunction(L, 3) != 0 else { return typeError(L, 3, fname, "function") }
         guard let fn = ref(L, plugin, 3) else { return LIFELINE_NOMEM }
-        queue.core.on(event, context: queue.context) { plugin.call(ref: fn.ref, event: nil) }
+        queue.core.on(event, plugin: queue.context.ref) { plugin.call(ref: fn.ref, event: nil) }
         return 0
     }
 

@@ -2,7 +2,7 @@ import Synchronization
 
 /// Runs a Swift plugin's async code on the main executor, as iOS runs an app's main-actor code on
 /// the main thread. Each plugin context has one: a task started with it as its preference
-/// (`PluginContext.task`) runs every slice of its nonisolated code as a job of the main executor,
+/// (a plugin context's `task`) runs every slice of its nonisolated code as a job of the main executor,
 /// so it may use the plugin's context, which is main-executor only.
 ///
 /// Jobs are posted through the clock's inbox and run at the time they arrive. In simulate that is

@@ -14,11 +14,14 @@ import Logging
 /// - the teardown order when the app ends (`endApp`);
 /// - the suspension check after each job (`afterJob`);
 /// - a termination decided inside plugin code is carried out when that code returns
-///   (`GuardedCaller.settle`, which calls `terminate` here);
+///   (`GuardedCaller.settle`, which requests it here);
 /// - the generation gate: a job or context of an older launch does nothing (`AppSession`).
 ///
+/// Components never hold the host: they ask it for what changes the whole app through
+/// `AppSession.request`, and it carries out every request in one place (`handle`).
+///
 /// Threading: main executor only, except where a member says otherwise.
-public final class LifelineHost {
+public final class LifelineHost: HostRequestHandler {
     public let executor: MainExecutor
     public let recorder: Recorder
     public let profile: Profile
@@ -35,6 +38,8 @@ public final class LifelineHost {
     private let session: AppSession
     /// What each plugin's context reaches.
     private let parts: HostParts
+    /// This launch's plugins' contexts, by slot: their Swift tasks are cancelled when the app ends.
+    private var contexts: [PluginContext] = []
 
     public init(
         configuration: HostConfiguration, plugins: [PluginDescriptor], executor: MainExecutor,
@@ -53,28 +58,20 @@ public final class LifelineHost {
         let caller = GuardedCaller(session: session, configuration: configuration)
         let subscriptions = SubscriptionTable()
         let tasks = TaskRuntime(session: session, caller: caller)
+        let system = SystemWork(
+            session: session, subscriptions: subscriptions, caller: caller, policy: configuration.taskPolicy,
+            database: configuration.database, epochAtStart: epochAtStart)
         parts = HostParts(
             session: session, caller: caller, subscriptions: subscriptions, tasks: tasks,
             timers: TimerTable(session: session, caller: caller),
             waits: WaitTable(session: session, transport: configuration.transport),
             stores: StoreRegistry(database: configuration.database, plugins: descriptors),
-            queues: QueueRegistry(session: session, tasks: tasks),
-            transfers: TransferEvents(session: session, subscriptions: subscriptions, caller: caller),
+            queues: QueueRegistry(session: session, caller: caller, tasks: tasks),
+            transfers: TransferEvents(session: session, subscriptions: subscriptions, caller: caller, system: system),
             slices: SwiftSlices(session: session, caller: caller),
-            system: SystemWork(
-                session: session, subscriptions: subscriptions, caller: caller, policy: configuration.taskPolicy,
-                database: configuration.database, epochAtStart: epochAtStart),
+            system: system,
             epochAtStart: epochAtStart, pluginLogger: configuration.pluginLogger, logLevel: logger.logLevel)
-        caller.terminate = { [unowned self] in terminate($0) }
-        caller.endApp = { [unowned self] in endApp() }
-        tasks.terminate = { [unowned self] in terminate($0) }
-        parts.transfers.relaunch = { [unowned self] in relaunchInBackground(reason: "transferEvents") }
-        parts.system.wake = { [unowned self] reason in
-            if lifecycle.state == .suspended { resume(reason: reason) } else { relaunchInBackground(reason: reason) }
-        }
-        parts.system.terminate = { [unowned self] in terminate($0) }
-        parts.waits.isOffline = { [unowned system = parts.system] in !system.networkAvailable }
-        parts.transfers.completion = { [unowned self] in parts.system.transferEventsCompletion(plugin: $0) }
+        session.handler = self
         // Weak: the session holds the executor, so a strong capture here would keep both, and
         // every event the recorder kept, alive after the host is gone.
         executor.appJobsAllowed = { [link = session.link] generation in
@@ -82,7 +79,28 @@ public final class LifelineHost {
             return session.visibleState == .suspended ? .hold : .run
         }
         if let database = configuration.database {
-            parts.transfers.start(database, configuration: configuration, epochAtStart: epochAtStart)
+            parts.transfers.start(
+                database,
+                settings: TransferEvents.Settings(
+                    transport: configuration.transferTransport, limit: configuration.transferLimit,
+                    jitterSeed: configuration.transferJitterSeed),
+                epochAtStart: epochAtStart)
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Carries out what a component asks of the whole app.
+    func handle(_ request: HostRequest) {
+        switch request {
+        case .terminate(let termination, let target):
+            terminate(termination, watchdog: target)
+        case .endApp:
+            if session.appRunning { endApp() }
+        case .wake(let reason):
+            if lifecycle.state == .suspended { resume(reason: reason) } else { relaunchInBackground(reason: reason) }
+        case .relaunch(let reason):
+            relaunchInBackground(reason: reason)
         }
     }
 
@@ -114,9 +132,6 @@ public final class LifelineHost {
     /// Waits under way, for tests: none may be left once the work is done.
     package var pendingWaits: Int { parts.waits.count }
 
-    /// The reason a force-quit gives the transfers it cancels, as iOS does.
-    public static let forceQuitReason = "userForceQuit"
-
     // MARK: - Steps
 
     /// Carries out one step now (a scenario line, a signal or a `lifeline ctl` in `run`): a step of
@@ -147,12 +162,12 @@ public final class LifelineHost {
             case .stopBudget: stopBudget()
             case .notify(let name, let state):
                 dispatch(name, state: state)
-                if name == .didFinishLaunching { session.launchEnded = true }
+                if name == .didFinishLaunching { session.finishLaunching() }
             case .endApp: endApp()
             case .cancelTransfers: parts.transfers.cancelAll()
             }
         }
-        if session.appRunning { session.visibleState = lifecycle.state }
+        if session.appRunning { session.show(lifecycle.state) }
         parts.transfers.stepped(step)
         parts.system.stepped(step)
     }
@@ -171,7 +186,7 @@ public final class LifelineHost {
     private func resume(reason: String) {
         guard lifecycle.state == .suspended, session.appRunning else { return }
         lifecycle.resume()
-        session.visibleState = .background
+        session.show(.background)
         session.record("resumed", ("reason", .string(reason)))
         parts.tasks.startBudget()
         executor.releaseHeld()
@@ -201,7 +216,7 @@ public final class LifelineHost {
             !parts.system.holdsAppAwake
         else { return }
         lifecycle.suspend()
-        session.visibleState = .suspended
+        session.show(.suspended)
         parts.tasks.cancelBudget()
         session.record("suspended")
     }
@@ -217,10 +232,7 @@ public final class LifelineHost {
     // MARK: - Launch and end
 
     private func startApp(inBackground: Bool) {
-        session.generation += 1
-        session.appRunning = true
-        session.launchEnded = false
-        session.visibleState = inBackground ? .background : .inactive
+        session.beginLaunch(inBackground: inBackground)
         if inBackground { parts.tasks.startBudget() }
         for descriptor in descriptors {
             guard session.appRunning, !isStopped else { return }
@@ -243,14 +255,14 @@ public final class LifelineHost {
         } catch {
             return error.message
         }
-        let context = PluginContext(
-            parts: parts, pluginName: descriptor.name, index: session.plugins.count, generation: session.generation)
-        session.plugins.append(
+        let ref = session.nextRef(name: descriptor.name)
+        let context = PluginContext(parts: parts, ref: ref)
+        session.add(
             LoadedPlugin(
-                instance: instance, context: context, network: descriptor.network,
-                taskIdentifiers: descriptor.taskIdentifiers,
-                watchdogSlot: caller.register(WatchdogSubject(plugin: context.pluginName, preemptor: instance.preemptor))))
-        let index = session.plugins.count - 1
+                ref: ref, code: instance, network: descriptor.network, taskIdentifiers: descriptor.taskIdentifiers,
+                watchdogSlot: caller.register(WatchdogSubject(plugin: ref.name, preemptor: instance.preemptor))))
+        contexts.append(context)
+        let index = ref.slot
         let (outcome, fired) = caller.callUnchecked(index, in: window) { instance.start(context) }
         switch caller.settle(outcome, fired: fired) {
         case .ok, .terminated:
@@ -266,9 +278,7 @@ public final class LifelineHost {
 
     /// Loads one plugin as a launch would, runs nothing else, and ends (`lifeline check`).
     func loadForCheck(_ descriptor: PluginDescriptor) -> String? {
-        session.generation += 1
-        session.appRunning = true
-        session.visibleState = .inactive
+        session.beginLaunch(inBackground: false)
         let failure = load(descriptor)
         if session.appRunning { endApp() }
         return failure ?? recorder.termination?.reason
@@ -277,7 +287,7 @@ public final class LifelineHost {
     private func loadFailed(_ descriptor: PluginDescriptor, _ message: String) {
         switch configuration.loadFailurePolicy {
         case .abort:
-            session.loadError = session.loadError ?? .badInput(message)
+            session.failLoad(.badInput(message))
         case .skip:
             logger.error("plugin '\(descriptor.name)' skipped: \(message)")
             recorder.notePluginError()  // the run goes on, but its exit code says a plugin failed
@@ -289,13 +299,13 @@ public final class LifelineHost {
     /// expiration handlers go with it, and so do its tasks, so none is left dangling.
     private func unload(_ index: Int) {
         let plugin = session.plugins[index]
-        plugin.context.isUnloaded = true
+        session.unload(plugin.ref)
         parts.timers.cancel(plugin: index)
         parts.subscriptions.remove(plugin: index)
-        parts.tasks.remove(plugin: plugin.context.pluginName)
-        parts.system.remove(plugin: index, name: plugin.context.pluginName)
-        plugin.instance.close()
-        plugin.context.cancelSwiftTasks()
+        parts.tasks.remove(plugin: plugin.ref.name)
+        parts.system.remove(plugin.ref)
+        plugin.code.close()
+        contexts[index].cancelSwiftTasks()
         parts.waits.abandon(plugin: index)
         // The slot stays, so indexes stay valid; a closed instance is never called again.
     }
@@ -307,28 +317,27 @@ public final class LifelineHost {
     /// closed, so a Lua completion finds its state gone and does nothing, while a Swift
     /// continuation is resumed with a cancellation and no task is left hanging.
     private func endApp() {
-        session.appRunning = false
+        session.end()
         lifecycle.end()
-        session.visibleState = .ended
         parts.tasks.reset()
         parts.timers.cancelAll()
         parts.subscriptions.removeAll()
         parts.queues.abandonAll()
         parts.system.appEnded()
-        for p in session.plugins {
-            p.instance.close()
-            p.context.cancelSwiftTasks()
+        for (p, context) in zip(session.plugins, contexts) {
+            p.code.close()
+            context.cancelSwiftTasks()
         }
-        session.plugins.removeAll()
+        session.removePlugins()
+        contexts.removeAll()
         parts.caller.forgetPlugins()
         parts.slices.releaseHeld()
         parts.waits.abandon()
     }
 
-    private func terminate(_ termination: Termination) {
-        guard recorder.termination == nil else { return }
-        recorder.record(GuardedCaller.terminatedEvent(termination))
-        recorder.noteTermination(termination)
+    /// A rule terminated the app: the one place a termination is carried out on the main executor.
+    private func terminate(_ termination: Termination, watchdog target: WatchdogTarget?) {
+        guard session.recordTermination(termination, watchdog: target) else { return }
         logger.error("app terminated (\(termination.kind.rawValue), \(termination.kind.code)): \(termination.reason)")
         if session.appRunning { endApp() }
     }
@@ -337,7 +346,7 @@ public final class LifelineHost {
 
     /// Sends a lifecycle notification to every plugin's handlers, which share one watchdog window.
     private func dispatch(_ name: LifecycleEventName, state: AppState) {
-        session.visibleState = state
+        session.show(state)
         session.record(name.rawValue)
         let list = parts.subscriptions.subscriptions(to: name)
         guard !list.isEmpty else { return }

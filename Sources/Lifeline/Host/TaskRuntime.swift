@@ -29,8 +29,6 @@ final class TaskRuntime {
     /// are there, so a begin and an end cost nothing more.
     private var watchers: [Int: [any TaskWatcher]] = [:]
     private var budgetJobs: [MainExecutor.JobID] = []
-    /// Carries out a termination: the host records it and ends the app.
-    var terminate: (Termination) -> Void = { _ in }
 
     init(session: AppSession, caller: GuardedCaller) {
         self.session = session
@@ -47,21 +45,15 @@ final class TaskRuntime {
 
     /// T1: begins a task. Returns its id, or 0 when the plugin is over the limit (T8): the caller is
     /// stopped at once, and the termination is carried out when its call returns.
-    func begin(_ context: PluginContext, name: String?, expirationHandler: PluginCallback?) -> Int {
-        switch tasks.begin(plugin: context.pluginName, name: name) {
+    func begin(_ plugin: PluginRef, name: String?, expirationHandler: PluginCallback?) -> Int {
+        switch tasks.begin(plugin: plugin.name, name: name) {
         case .limitExceeded(let limit):
-            if caller.pendingTermination == nil {
-                caller.pendingTermination = Termination(
-                    kind: .taskLimit,
-                    reason: "plugin '\(context.pluginName)' began more than \(limit) background tasks at once",
-                    plugin: context.pluginName, time: session.now, traceback: nil)
-            }
-            session.plugins[context.index].instance.preemptor?.preempt()
+            caller.stop(plugin, because: .taskLimit(plugin: plugin.name, limit: limit, time: session.now))
             return 0
         case .began(let id, let expireNow):
             let now = session.now
-            recorder.recordTask(.taskBegan, time: now, plugin: context.pluginName, task: id, name: name)
-            if let expirationHandler { expirationHandlers.append(id, ExpirationHandler(plugin: context.index, callback: expirationHandler)) }
+            recorder.recordTask(.taskBegan, time: now, plugin: plugin.name, task: id, name: name)
+            if let expirationHandler { expirationHandlers.append(id, ExpirationHandler(plugin: plugin.slot, callback: expirationHandler)) }
             if expireNow {
                 // T3: never from inside beginBackgroundTask, so the caller already holds the id.
                 session.scheduleAppJob { [unowned self] in
@@ -74,10 +66,10 @@ final class TaskRuntime {
 
     /// Gives active task `id` its expiration handler, when the handler could not be made before
     /// the task began (it needs what is made with the task's id).
-    func setExpirationHandler(_ context: PluginContext, id: Int, _ handler: @escaping PluginCallback) {
+    func setExpirationHandler(_ plugin: PluginRef, id: Int, _ handler: @escaping PluginCallback) {
         guard tasks.isActive(id) else { return }
         expirationHandlers.remove(id)
-        expirationHandlers.insert(id, ExpirationHandler(plugin: context.index, callback: handler))
+        expirationHandlers.insert(id, ExpirationHandler(plugin: plugin.slot, callback: handler))
     }
 
     /// The active task `id`, or nil.
@@ -96,12 +88,12 @@ final class TaskRuntime {
     }
 
     /// T6: ends a plugin's task; false, with iOS's warning, if it is unknown or ended.
-    func end(_ context: PluginContext, id: Int) -> Bool {
+    func end(_ plugin: PluginRef, id: Int) -> Bool {
         if end(id) { return true }
         let warning = "Can't end BackgroundTask: no background task exists with identifier \(id), "
             + "or it may have already been ended."
-        session.logger.warning("\(warning)", metadata: ["plugin": "\(context.pluginName)"])
-        recorder.recordTask(.endUnknownTask, time: session.now, plugin: context.pluginName, task: id)
+        session.logger.warning("\(warning)", metadata: ["plugin": "\(plugin.name)"])
+        recorder.recordTask(.endUnknownTask, time: session.now, plugin: plugin.name, task: id)
         return false
     }
 
@@ -182,7 +174,7 @@ final class TaskRuntime {
             }
             for task in tasks.active where task.expiring {
                 session.logger.warning(
-                    "Background task still not ended after expiration handlers were called: \(Self.label(task))")
+                    "Background task still not ended after expiration handlers were called: \(Termination.label(task))")
             }
         }
     }
@@ -203,17 +195,6 @@ final class TaskRuntime {
     /// T5: the budget is gone.
     private func budgetRanOut() {
         guard session.appRunning, tasks.activeCount > 0 else { return }
-        let left = tasks.active
-        let names = left.map(Self.label).joined(separator: ", ")
-        terminate(
-            Termination(
-                kind: .backgroundTaskTimeout,
-                reason: "background time ran out with \(left.count) task\(left.count == 1 ? "" : "s") "
-                    + "still running: \(names)",
-                plugin: left[0].plugin, time: session.now, traceback: nil))
-    }
-
-    private static func label(_ task: TaskRegistry.Task) -> String {
-        "plugin '\(task.plugin)' task \(task.id)" + (task.name.map { " '\($0)'" } ?? "")
+        session.request(.terminate(.budgetRanOut(tasks: tasks.active, time: session.now)))
     }
 }

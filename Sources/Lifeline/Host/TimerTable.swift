@@ -3,9 +3,6 @@
 ///
 /// Threading: main executor only.
 final class TimerTable {
-    /// The clock's resolution, for the callers not yet reading `Units.clockResolution`.
-    static var resolution: Double { Units.clockResolution }
-
     private let session: AppSession
     private let caller: GuardedCaller
     /// Touched by every timer; no access to it calls out (the loops go over copies), so the
@@ -17,9 +14,6 @@ final class TimerTable {
         self.session = session
         self.caller = caller
     }
-
-    /// A delay as the clock takes it, for the callers not yet reading `Units.clockDelay`.
-    static func delay(_ seconds: Double) -> Double { Units.clockDelay(seconds) }
 
     func start(plugin index: Int, after seconds: Double, callback: @escaping PluginCallback) -> Int {
         let id = nextID

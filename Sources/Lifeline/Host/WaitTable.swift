@@ -21,12 +21,8 @@ final class WaitTable {
         self.network = NetworkSession(transport: transport, executor: session.executor) { event, fields in
             session.record(event, fields)
         }
-    }
-
-    /// Whether the device has no network now: plugins' requests then fail at once.
-    var isOffline: () -> Bool {
-        get { network.isOffline }
-        set { network.isOffline = newValue }
+        // Plugins' requests fail at once while the device has no network.
+        network.isOffline = { [device = session.device] in !device.networkAvailable }
     }
 
     /// Waits under way: none may be left once the work is done.
@@ -38,7 +34,7 @@ final class WaitTable {
         let id = nextID
         nextID += 1
         let executor = session.executor
-        let job = session.scheduleAppJob(at: session.now.adding(seconds: TimerTable.delay(seconds))) {
+        let job = session.scheduleAppJob(at: session.now.adding(seconds: Units.clockDelay(seconds))) {
             [unowned self] in
             guard waits.removeValue(forKey: id) != nil else { return }
             completion(true)
@@ -54,19 +50,19 @@ final class WaitTable {
 
     /// Starts an HTTP request for a plugin, under its network permissions.
     func http(
-        _ context: PluginContext, permissions: NetworkPermissions, _ request: HTTPRequest,
+        _ plugin: PluginRef, _ request: HTTPRequest,
         completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
     ) -> Int {
         let id = nextID
         nextID += 1
         let network = self.network
-        let exchange = network.start(plugin: context.pluginName, permissions: permissions, request: request) {
+        let exchange = network.start(plugin: plugin.name, permissions: session.permissions(of: plugin), request: request) {
             [unowned self] result in
             guard waits.removeValue(forKey: id) != nil else { return }
             completion(result)
         }
         waits[id] = Wait(
-            plugin: context.index, cancel: { kind in network.cancel(exchange, recording: kind) },
+            plugin: plugin.slot, cancel: { kind in network.cancel(exchange, recording: kind) },
             abandon: {
                 network.cancel(exchange)
                 completion(.failure(HTTPFailure(.cancelled, "the app ended")))

@@ -17,7 +17,7 @@ extension HTTPField {
 }
 
 /// A request a plugin makes: Lua's `lifeline.http.request{...}` and Swift's
-/// `PluginContext.http(_:)` build the same value.
+/// a plugin context's `http(_:)` build the same value.
 public struct HTTPRequest: Equatable, Sendable {
     public var method: String
     public var url: String

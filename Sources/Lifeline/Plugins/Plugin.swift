@@ -1,18 +1,3 @@
-/// What became of a call into plugin code.
-public enum CallOutcome: Equatable, Sendable {
-    /// The code returned.
-    case returned
-    /// The code raised an error: a `pluginError`.
-    case raised(message: String, traceback: String)
-    /// The host stopped the code inside its VM (W2); `traceback` says where.
-    case preempted(traceback: String)
-}
-
-/// A handler for a lifecycle notification, as the core calls it.
-public typealias EventHandler = (LifecycleEvent) -> CallOutcome
-/// A callback the core calls: a timer, an expiration handler.
-public typealias PluginCallback = () -> CallOutcome
-
 /// The language a plugin is written in.
 public enum PluginKind: String, Sendable {
     case lua
@@ -23,25 +8,11 @@ public enum PluginKind: String, Sendable {
 /// inside it: it calls `start` once, then the handlers the plugin registered through its context.
 ///
 /// Threading: main executor only, except `preemptor`, which the watchdog uses from its thread.
-public protocol PluginInstance: AnyObject {
+public protocol PluginInstance: PluginCode {
     var name: String { get }
     var kind: PluginKind { get }
-    /// How the watchdog stops this plugin's code; nil when it cannot (W3).
-    var preemptor: (any Preemptible)? { get }
     /// Runs the plugin's setup (init.lua, or a Swift plugin's `load`) against its context.
     func start(_ context: PluginContext) -> CallOutcome
-    /// Forgets a stop that the watchdog asked for after the code had already returned.
-    func resetPreemption()
-    /// Frees everything the instance holds. Nothing is called on it afterwards.
-    func close()
-    /// Counts `bytes` that the report keeps for an event the plugin caused and that the host
-    /// records whatever the plugin's cap says (an error it raised), against that cap.
-    func chargeRecorded(_ bytes: Int)
-}
-
-extension PluginInstance {
-    /// Swift plugins have no memory cap.
-    public func chargeRecorded(_ bytes: Int) {}
 }
 
 /// A plugin the host knows how to start: it makes a fresh instance at every launch, as a new
@@ -71,12 +42,4 @@ public struct PluginDescriptor: Sendable {
         self.filesQuota = filesQuota
         self.make = make
     }
-}
-
-/// Which watchdog limit plugin code runs under (SPEC 4.3).
-public enum WatchdogLimit: Sendable {
-    /// "Other transitions": timers, coroutine resumes.
-    case transition
-    /// "Each expiration handler": code that runs because its task expired.
-    case expirationHandler
 }

@@ -10,7 +10,7 @@ extension PluginContext {
     /// outcome). Only while the app launches, once, for an identifier plugin.toml permits.
     package func registerTask(_ identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
         try running()
-        try parts.system.register(self, identifier: identifier, handler: handler)
+        try parts.system.register(ref, identifier: identifier, handler: handler)
     }
 
     /// Registers a Swift handler for `identifier`. It gets the task, which it must complete with
@@ -37,20 +37,20 @@ extension PluginContext {
     /// Schedules `request`; one pending under the same identifier is replaced, as on iOS.
     public func submitTask(_ request: SystemTaskRequest) throws(SystemTaskError) {
         try running()
-        try parts.system.submit(self, request)
+        try parts.system.submit(ref, request)
     }
 
     /// Cancels the pending request for `identifier`; false if there is none.
     @discardableResult
     public func cancelTask(_ identifier: String) throws(SystemTaskError) -> Bool {
         try running()
-        return try parts.system.cancel(self, identifier: identifier)
+        return try parts.system.cancel(ref, identifier: identifier)
     }
 
     /// This plugin's pending requests, in the order they were submitted.
     public func pendingTasks() throws(SystemTaskError) -> [PendingSystemTask] {
         try running()
-        return try parts.system.pending(self)
+        return try parts.system.pending(ref)
     }
 
     /// Calls the completion of a `performFetch` or `didReceiveRemoteNotification` event. False,
@@ -77,7 +77,7 @@ extension PluginContext {
     /// The bridge's form: completion `id` with what it is called with.
     package func complete(_ id: Int, with value: CompletionValue) throws(SystemTaskError) -> Bool {
         try running()
-        return try parts.system.complete(self, id: id, with: value)
+        return try parts.system.complete(ref, id: id, with: value)
     }
 }
 

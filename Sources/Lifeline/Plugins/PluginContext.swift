@@ -10,15 +10,12 @@ import Logging
 public final class PluginContext: @unchecked Sendable {
     /// The host's components this context calls: never the host itself.
     let parts: HostParts
+    /// Who the plugin is to the host's components: its slot, its name and its launch.
+    package let ref: PluginRef
     /// The plugin's name.
-    public let pluginName: String
-    /// The plugin's index in this launch's load order.
-    let index: Int
-    let generation: Int
+    public var pluginName: String { ref.name }
     /// The plugin's log; `print` and `lifeline.log` go here.
     public let logger: Logger
-    /// Set when the plugin failed to load: its calls then do nothing.
-    var isUnloaded = false
     /// The executor's clock, through which work is handed back to the main executor from any thread.
     let clock: any HostClock
     /// Swift tasks started with `task`, by id, until they finish; cancelled when the app ends.
@@ -29,22 +26,19 @@ public final class PluginContext: @unchecked Sendable {
         // Weak: tasks keep their executor, and must not keep the host's parts or the context alive.
         final class Owners: @unchecked Sendable {
             weak var slices: SwiftSlices?
-            weak var context: PluginContext?
         }
         let owners = Owners()
         owners.slices = parts.slices
-        owners.context = self
-        return HostTaskExecutor(clock: clock, queue: parts.slices.pending) { slice in
-            guard let slices = owners.slices, let context = owners.context else { return slice() }
-            slices.run(context, slice)
+        return HostTaskExecutor(clock: clock, queue: parts.slices.pending) { [ref] slice in
+            guard let slices = owners.slices else { return slice() }
+            slices.run(ref, slice)
         }
     }()
 
-    init(parts: HostParts, pluginName: String, index: Int, generation: Int) {
+    init(parts: HostParts, ref: PluginRef) {
         self.parts = parts
-        self.pluginName = pluginName
-        self.index = index
-        self.generation = generation
+        self.ref = ref
+        let pluginName = ref.name
         let session = parts.session
         self.clock = session.executor.clock
         var logger = parts.pluginLogger(pluginName)
@@ -60,7 +54,7 @@ public final class PluginContext: @unchecked Sendable {
     }
 
     private var session: AppSession { parts.session }
-    var isCurrent: Bool { session.isCurrent(self) }
+    var isCurrent: Bool { session.isCurrent(ref) }
 
     /// Whether the host keeps every event for the report (simulate, `run --report`): then the
     /// events a plugin causes count against its memory cap.
@@ -71,7 +65,7 @@ public final class PluginContext: @unchecked Sendable {
     @discardableResult
     package func subscribe(_ event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
         guard isCurrent else { return 0 }
-        return parts.subscriptions.subscribe(plugin: index, event: event, handler: handler)
+        return parts.subscriptions.subscribe(plugin: ref.slot, event: event, handler: handler)
     }
 
     /// Cancels a subscription; harmless if it is gone already.
@@ -80,21 +74,21 @@ public final class PluginContext: @unchecked Sendable {
     /// T1: begins a background task. Returns its id (> 0), or 0 if the app is not running it.
     public func beginBackgroundTask(name: String?, expirationHandler: PluginCallback?) -> Int {
         guard isCurrent else { return 0 }
-        return parts.tasks.begin(self, name: name, expirationHandler: expirationHandler)
+        return parts.tasks.begin(ref, name: name, expirationHandler: expirationHandler)
     }
 
     /// Gives active task `id` its expiration handler, when the handler is made with what the
     /// task's id made (a Lua background work): begin the task with none, then set it at once.
     package func setExpirationHandler(task id: Int, _ handler: @escaping PluginCallback) {
         guard isCurrent else { return }
-        parts.tasks.setExpirationHandler(self, id: id, handler)
+        parts.tasks.setExpirationHandler(ref, id: id, handler)
     }
 
     /// T6: ends a background task. Returns false, with iOS's warning, if it is unknown or ended.
     @discardableResult
     public func endBackgroundTask(_ id: Int) -> Bool {
         guard isCurrent else { return false }
-        return parts.tasks.end(self, id: id)
+        return parts.tasks.end(ref, id: id)
     }
 
     /// T2: seconds of background time left; `.greatestFiniteMagnitude` in the foreground.
@@ -114,7 +108,7 @@ public final class PluginContext: @unchecked Sendable {
     @discardableResult
     package func startTimer(after seconds: Double, callback: @escaping PluginCallback) -> Int {
         guard isCurrent else { return 0 }
-        return parts.timers.start(plugin: index, after: seconds, callback: callback)
+        return parts.timers.start(plugin: ref.slot, after: seconds, callback: callback)
     }
 
     /// Cancels a timer; harmless if it fired or was cancelled already.
@@ -126,7 +120,7 @@ public final class PluginContext: @unchecked Sendable {
     /// app ends first. Returns an id for `cancelWait` (0 if the app is not running).
     package func sleep(_ seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
         guard isCurrent else { return 0 }
-        return parts.waits.sleep(plugin: index, seconds: seconds, completion: completion)
+        return parts.waits.sleep(plugin: ref.slot, seconds: seconds, completion: completion)
     }
 
     /// Starts an HTTP request under the plugin's network permissions; `completion` is called once,
@@ -136,8 +130,7 @@ public final class PluginContext: @unchecked Sendable {
         _ request: HTTPRequest, completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
     ) -> Int {
         guard isCurrent else { return 0 }
-        return parts.waits.http(
-            self, permissions: session.plugins[index].network, request, completion: completion)
+        return parts.waits.http(ref, request, completion: completion)
     }
 
     /// Stops a wait: its completion is not called. For a request, `recording` is the outcome the
@@ -160,7 +153,7 @@ public final class PluginContext: @unchecked Sendable {
     /// Records a `pluginError` for an error the host did not catch itself (in a coroutine it resumed).
     package func reportError(message: String, traceback: String, handler: String) {
         guard isCurrent else { return }
-        parts.caller.recordPluginError(self, message: message, traceback: traceback, handler: handler)
+        parts.caller.recordPluginError(ref, message: message, traceback: traceback, handler: handler)
     }
 
     /// The plugin's durable store. It lives in the state dir's database, so it outlives
@@ -182,7 +175,7 @@ public final class PluginContext: @unchecked Sendable {
     {
         guard isCurrent else { throw TransferError("the app is not running") }
         return try parts.transfers.start(
-            self, kind: .download, method: "GET", url: url, file: file, sha256: sha256, tag: id)
+            ref, kind: .download, method: "GET", url: url, file: file, sha256: sha256, tag: id)
     }
 
     /// Starts a background upload of `file` (relative to the plugin's files folder) with `method`,
@@ -195,13 +188,13 @@ public final class PluginContext: @unchecked Sendable {
         guard method == "PUT" || method == "POST" else {
             throw TransferError("an upload's method must be PUT or POST, not '\(method)'")
         }
-        return try parts.transfers.start(self, kind: .upload, method: method, url: url, file: file, sha256: nil, tag: id)
+        return try parts.transfers.start(ref, kind: .upload, method: method, url: url, file: file, sha256: nil, tag: id)
     }
 
     /// The plugin's transfers, oldest first, finished ones included.
     public func transfers() throws(TransferError) -> [TransferRecord] {
         guard isCurrent else { throw TransferError("the app is not running") }
-        return try parts.transfers.list(self)
+        return try parts.transfers.list(ref)
     }
 
     /// Cancels an unfinished transfer: `transferDidFail` follows with reason `cancelled`. False if
@@ -209,8 +202,16 @@ public final class PluginContext: @unchecked Sendable {
     @discardableResult
     public func cancelTransfer(_ id: String) throws(TransferError) -> Bool {
         guard isCurrent else { throw TransferError("the app is not running") }
-        return try parts.transfers.cancel(self, id: id)
+        return try parts.transfers.cancel(ref, id: id)
     }
+
+    /// Runs plugin code now under a watchdog window of its own (see `GuardedCaller.callNow`).
+    package func callNow(handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
+        parts.caller.callNow(ref, handler: handler, limit: limit, callback)
+    }
+
+    /// A new operation id, unique for the host's life.
+    package func makeOperationID() -> Int { parts.queues.makeOperationID() }
 
     /// The profile's limits, for the bridge's timing rules.
     public var profile: Profile { session.profile }

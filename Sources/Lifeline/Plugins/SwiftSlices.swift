@@ -9,7 +9,7 @@ final class SwiftSlices {
     private let session: AppSession
     private let caller: GuardedCaller
     /// Slices that became ready while the app was suspended, in the order they did.
-    private var held: [(PluginContext, () -> Void)] = []
+    private var held: [(PluginRef, () -> Void)] = []
 
     init(session: AppSession, caller: GuardedCaller) {
         self.session = session
@@ -18,15 +18,15 @@ final class SwiftSlices {
 
     /// Runs one slice: under the watchdog while the plugin is part of the running app; as is once
     /// it is not (a cancelled task unwinding after the app ended).
-    func run(_ context: PluginContext, _ slice: @escaping () -> Void) {
-        guard session.isCurrent(context) else { return slice() }
+    func run(_ plugin: PluginRef, _ slice: @escaping () -> Void) {
+        guard session.isCurrent(plugin) else { return slice() }
         // A slice that a completion (a response, a timer) makes ready while the app is suspended
         // waits until the app runs again, or runs cancelled when the app ends.
         guard session.visibleState != .suspended else {
-            held.append((context, slice))
+            held.append((plugin, slice))
             return
         }
-        caller.call(context.index, in: caller.openWindow(limit: session.profile.transitionLimit, handler: "Swift task")) {
+        caller.call(plugin.slot, in: caller.openWindow(limit: session.profile.transitionLimit, handler: "Swift task")) {
             slice()
             return .returned
         }
@@ -36,8 +36,8 @@ final class SwiftSlices {
     func releaseHeld() {
         let held = self.held
         self.held.removeAll()
-        for (context, slice) in held {
-            session.executor.schedule(at: session.now) { [unowned self] in run(context, slice) }
+        for (plugin, slice) in held {
+            session.executor.schedule(at: session.now) { [unowned self] in run(plugin, slice) }
         }
     }
 }

@@ -26,7 +26,7 @@ public struct BackgroundQueue {
         public var timeout: Double
         public var onTimeout: ((QueueOperation) throws -> Void)?
         fileprivate var finishesWhenCodeEnds: Bool
-        fileprivate var makeBody: () -> any QueueOperationBody
+        fileprivate var makeBody: (PluginContext) -> any QueueOperationBody
 
         /// Async code, run as a task on the main executor: it finishes when the closure returns or
         /// throws, or earlier with `op.finish()`. A stop (cancel, timeout, expiry) cancels the task.
@@ -37,7 +37,7 @@ public struct BackgroundQueue {
         ) -> Operation {
             Operation(
                 name: name, timeout: timeout, onTimeout: onTimeout, finishesWhenCodeEnds: true,
-                makeBody: { SwiftAsyncBody(body) })
+                makeBody: { SwiftAsyncBody(body, context: $0) })
         }
 
         /// Code run at once, on the main executor, under the watchdog. With `finishesOnReturn`
@@ -49,7 +49,7 @@ public struct BackgroundQueue {
         ) -> Operation {
             Operation(
                 name: name, timeout: timeout, onTimeout: onTimeout, finishesWhenCodeEnds: finishesOnReturn,
-                makeBody: { SwiftSyncBody(body) })
+                makeBody: { SwiftSyncBody(body, context: $0) })
         }
     }
 
@@ -95,19 +95,19 @@ public struct BackgroundQueue {
     public func suspend() { core.suspend() }
     /// Returns false when the queue was not suspended.
     @discardableResult
-    public func resume() -> Bool { core.resume(context) }
+    public func resume() -> Bool { core.resume(context.ref) }
     public func cancelAll() { core.cancelAll() }
 
     /// Tells `callback` when the queue starts working and when it drains.
     public func on(_ event: QueueEvent, perform callback: @escaping () throws -> Void) {
-        core.on(event, context: context) { SwiftCall.outcome(callback) }
+        core.on(event, plugin: context.ref) { SwiftCall.outcome(callback) }
     }
 
     private func make(_ operation: Operation) -> QueueOperation {
         let op = QueueOperation(
-            id: context.parts.queues.makeOperationID(), name: operation.name, timeout: operation.timeout,
-            finishesWhenCodeEnds: operation.finishesWhenCodeEnds, context: context, onTimeout: nil,
-            body: operation.makeBody())
+            id: context.makeOperationID(), name: operation.name, timeout: operation.timeout,
+            finishesWhenCodeEnds: operation.finishesWhenCodeEnds, plugin: context.ref, onTimeout: nil,
+            body: operation.makeBody(context))
         if let onTimeout = operation.onTimeout {
             op.onTimeout = { [unowned op] in SwiftCall.outcome { try onTimeout(op) } }
         }
@@ -134,14 +134,6 @@ extension PluginContext {
     public func inTheBackground(_ body: @escaping () throws -> Void) -> QueueOperation? {
         backgroundQueue.addOperation { _ in try body() }
     }
-
-    /// Runs plugin code now under a watchdog window of its own (see `GuardedCaller.callNow`).
-    package func callNow(handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
-        parts.caller.callNow(self, handler: handler, limit: limit, callback)
-    }
-
-    /// A new operation id, unique for the host's life.
-    package func makeOperationID() -> Int { parts.queues.makeOperationID() }
 }
 
 extension QueueOperation {
@@ -158,13 +150,17 @@ extension QueueOperation {
 /// Swift async code: a task on the main executor.
 final class SwiftAsyncBody: QueueOperationBody {
     private let work: @Sendable (QueueOperation) async throws -> Void
+    private let context: PluginContext
     private var task: Task<Void, Never>?
 
-    init(_ work: @escaping @Sendable (QueueOperation) async throws -> Void) { self.work = work }
+    init(_ work: @escaping @Sendable (QueueOperation) async throws -> Void, context: PluginContext) {
+        self.work = work
+        self.context = context
+    }
 
     func start(_ op: QueueOperation) {
         let work = self.work
-        let context = op.context
+        let context = self.context
         task = context.task {
             var failed = false
             do {
@@ -187,12 +183,16 @@ final class SwiftAsyncBody: QueueOperationBody {
 /// Swift code run at once.
 final class SwiftSyncBody: QueueOperationBody {
     private let work: (QueueOperation) throws -> Void
+    private let context: PluginContext
 
-    init(_ work: @escaping (QueueOperation) throws -> Void) { self.work = work }
+    init(_ work: @escaping (QueueOperation) throws -> Void, context: PluginContext) {
+        self.work = work
+        self.context = context
+    }
 
     func start(_ op: QueueOperation) {
         var failed = false
-        op.context.callNow(handler: op.handlerName, limit: .transition) {
+        context.callNow(handler: op.handlerName, limit: .transition) {
             let outcome = SwiftCall.outcome { try work(op) }
             if case .raised = outcome { failed = true }
             return outcome

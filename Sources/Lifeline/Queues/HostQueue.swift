@@ -28,8 +28,10 @@ package final class HostQueue {
     /// The session's recorder, held here: loaded through the session, it was retained and released
     /// around the clock read of every event (see `TaskRuntime.recorder`).
     private let recorder: Recorder
-    /// Ends a background task the queue began.
-    private let endBackgroundTask: (Int) -> Void
+    /// Calls the plugins' code: delegates and timeouts.
+    private let caller: GuardedCaller
+    /// Begins and ends the queue's background task.
+    private let tasks: TaskRuntime
 
     // Every operation touches these a dozen times, and the runtime's exclusivity check cost about
     // 2,300 instructions an operation. Each access is instantaneous: none holds a property while
@@ -50,14 +52,15 @@ package final class HostQueue {
     @exclusivity(unchecked) private var pumping = false
     /// Whether willStartOperations was sent for the current stretch of work.
     @exclusivity(unchecked) private var announced = false
-    @exclusivity(unchecked) private var delegates: [(event: QueueEvent, context: PluginContext, callback: PluginCallback)] = []
+    @exclusivity(unchecked) private var delegates: [(event: QueueEvent, plugin: PluginRef, callback: PluginCallback)] = []
 
-    init(name: String, maxConcurrent: Int, session: AppSession, endBackgroundTask: @escaping (Int) -> Void) {
+    init(name: String, maxConcurrent: Int, session: AppSession, caller: GuardedCaller, tasks: TaskRuntime) {
         self.name = name
         self.maxConcurrent = maxConcurrent
         self.session = session
         self.recorder = session.recorder
-        self.endBackgroundTask = endBackgroundTask
+        self.caller = caller
+        self.tasks = tasks
         link.set(self)
     }
 
@@ -103,7 +106,7 @@ package final class HostQueue {
                 old.markStopped(.cancelled)
                 old.markFinished()
                 record(.opFinished, old)
-                ensureTask(op.context)
+                ensureTask(op.plugin)
                 schedulePump()
                 return .added
             }
@@ -135,7 +138,7 @@ package final class HostQueue {
             pending.append(op)
         }
         pendingCount += 1
-        ensureTask(op.context)
+        ensureTask(op.plugin)
         schedulePump()
     }
 
@@ -160,11 +163,11 @@ package final class HostQueue {
 
     /// Returns false when the queue was not suspended.
     @discardableResult
-    public func resume(_ context: PluginContext) -> Bool {
+    package func resume(_ plugin: PluginRef) -> Bool {
         guard suspendCount > 0 else { return false }
         suspendCount -= 1
         if suspendCount == 0 {
-            ensureTask(context)
+            ensureTask(plugin)
             schedulePump()
         }
         return true
@@ -177,8 +180,8 @@ package final class HostQueue {
     }
 
     /// Registers a delegate callback.
-    public func on(_ event: QueueEvent, context: PluginContext, _ callback: @escaping PluginCallback) {
-        delegates.append((event, context, callback))
+    package func on(_ event: QueueEvent, plugin: PluginRef, _ callback: @escaping PluginCallback) {
+        delegates.append((event, plugin, callback))
     }
 
     // MARK: - Stopping and finishing
@@ -238,7 +241,7 @@ package final class HostQueue {
     func appLeftBackground() {
         guard expired else { return }
         expired = false
-        if let first = pending.first(where: { $0.state == .pending }) { ensureTask(first.context) }
+        if let first = pending.first(where: { $0.state == .pending }) { ensureTask(first.plugin) }
         schedulePump()
     }
 
@@ -261,13 +264,14 @@ package final class HostQueue {
     private var canStart: Bool { !expired && suspendCount == 0 && running.count < maxConcurrent }
 
     /// Begins the queue's task if it has work it may do and holds none.
-    private func ensureTask(_ context: PluginContext) {
+    private func ensureTask(_ plugin: PluginRef) {
         guard taskID == 0, !expired, !running.isEmpty || (pendingCount > 0 && suspendCount == 0) else { return }
-        let id = context.beginBackgroundTask(name: "queue \(name)") { [link] in
+        // The task is begun for the plugin whose operation needs it, while it is part of the app.
+        guard session.isCurrent(plugin) else { return }
+        taskID = tasks.begin(plugin, name: "queue \(name)") { [link] in
             link.object?.taskExpired()
             return .returned
         }
-        taskID = id
     }
 
     private func schedulePump() {
@@ -319,13 +323,15 @@ package final class HostQueue {
         guard taskID != 0 else { return }
         let id = taskID
         taskID = 0
-        endBackgroundTask(id)
+        tasks.end(id)
     }
 
     private func notify(_ event: QueueEvent) {
         for delegate in delegates where delegate.event == event {
             guard session.isRunning else { return }
-            delegate.context.callNow(handler: HandlerName("queue '\(name)' \(event.rawValue)"), limit: .transition, delegate.callback)
+            caller.callNow(
+                delegate.plugin, handler: HandlerName("queue '\(name)' \(event.rawValue)"), limit: .transition,
+                delegate.callback)
         }
     }
 
@@ -352,7 +358,7 @@ package final class HostQueue {
     private func start(_ op: QueueOperation) {
         op.markRunning()
         running.append(op)
-        ensureTask(op.context)
+        ensureTask(op.plugin)
         record(.opStarted, op)
         let startedAt = session.now
         op.body?.start(op)
@@ -372,7 +378,7 @@ package final class HostQueue {
         // Marked first, so the operation counts as timed out even if onTimeout finishes it.
         op.markStopped(.timedOut)
         if let onTimeout = op.onTimeout {
-            op.context.callNow(handler: HandlerName("operation \(op.id) onTimeout"), limit: .transition, onTimeout)
+            caller.callNow(op.plugin, handler: HandlerName("operation \(op.id) onTimeout"), limit: .transition, onTimeout)
         }
         if op.state == .running { interrupt(op, .timedOut) }
     }
@@ -382,7 +388,7 @@ package final class HostQueue {
     private func fields(_ op: QueueOperation) -> [(String, JSONValue)] {
         var f: [(String, JSONValue)] = []
         f.reserveCapacity(5)
-        f.append(("plugin", .string(op.context.pluginName)))
+        f.append(("plugin", .string(op.plugin.name)))
         f.append(("queue", .string(name)))
         f.append(("op", .int(Int64(op.id))))
         if let n = op.name { f.append(("name", .string(n))) }
@@ -393,7 +399,7 @@ package final class HostQueue {
     private func record(_ event: TimelineStore.Kind, _ op: QueueOperation) {
         let now = session.now
         recorder.recordOperation(
-            event, time: now, plugin: op.context.pluginName, queue: name, op: op.id, name: op.name,
+            event, time: now, plugin: op.plugin.name, queue: name, op: op.id, name: op.name,
             finished: event == .opFinished
                 ? TimelineEvent.OperationEnding(
                     timedOut: op.stopReason == .timedOut, cancelled: op.stopReason == .cancelled,

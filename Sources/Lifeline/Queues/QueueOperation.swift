@@ -48,7 +48,7 @@ public final class QueueOperation: @unchecked Sendable {
     /// like Backgroundable's `AsyncOperation`.
     public let finishesWhenCodeEnds: Bool
     /// The plugin that added it.
-    public let context: PluginContext
+    package let plugin: PluginRef
     /// Plugin code called when the timeout passes, before the operation is stopped.
     // As in `HostQueue`: every access is instantaneous (`markFinished` copies `body` and the
     // observers out before it calls them), so the runtime's exclusivity check is skipped.
@@ -74,14 +74,14 @@ public final class QueueOperation: @unchecked Sendable {
     @exclusivity(unchecked) private var observers: [() -> Void] = []
 
     package init(
-        id: Int, name: String?, timeout: Double, finishesWhenCodeEnds: Bool, context: PluginContext,
+        id: Int, name: String?, timeout: Double, finishesWhenCodeEnds: Bool, plugin: PluginRef,
         onTimeout: PluginCallback?, body: any QueueOperationBody
     ) {
         self.id = id
         self.name = name
         self.timeout = timeout
         self.finishesWhenCodeEnds = finishesWhenCodeEnds
-        self.context = context
+        self.plugin = plugin
         self.onTimeout = onTimeout
         self.body = body
     }

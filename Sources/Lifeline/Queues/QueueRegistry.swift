@@ -4,12 +4,14 @@
 /// Threading: main executor only.
 final class QueueRegistry {
     private let session: AppSession
+    private let caller: GuardedCaller
     private let tasks: TaskRuntime
     private var queues: [String: HostQueue] = [:]
     private var nextOperationID = 1
 
-    init(session: AppSession, tasks: TaskRuntime) {
+    init(session: AppSession, caller: GuardedCaller, tasks: TaskRuntime) {
         self.session = session
+        self.caller = caller
         self.tasks = tasks
     }
 
@@ -25,9 +27,7 @@ final class QueueRegistry {
             return q
         }
         let fallback = name == HostQueue.backgroundName ? HostQueue.backgroundMaxConcurrent : 1
-        let tasks = self.tasks
-        let q = HostQueue(
-            name: name, maxConcurrent: maxConcurrent ?? fallback, session: session, endBackgroundTask: { tasks.end($0) })
+        let q = HostQueue(name: name, maxConcurrent: maxConcurrent ?? fallback, session: session, caller: caller, tasks: tasks)
         queues[name] = q
         return q
     }

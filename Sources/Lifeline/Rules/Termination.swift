@@ -35,6 +35,62 @@ public struct Termination: Equatable, Sendable {
         self.traceback = traceback
     }
 
+    // MARK: - The sentences, one factory per way the app is terminated
+
+    /// T8: a plugin began more tasks than the limit at once.
+    public static func taskLimit(plugin: String, limit: Int, time: HostTime) -> Termination {
+        Termination(
+            kind: .taskLimit, reason: "plugin '\(plugin)' began more than \(limit) background tasks at once",
+            plugin: plugin, time: time, traceback: nil)
+    }
+
+    /// T5: the budget ran out with tasks still running, each named by `label` (the first's plugin
+    /// is blamed).
+    public static func budgetRanOut(tasks: [TaskRegistry.Task], time: HostTime) -> Termination {
+        let names = tasks.map(label).joined(separator: ", ")
+        return Termination(
+            kind: .backgroundTaskTimeout,
+            reason: "background time ran out with \(tasks.count) task\(tasks.count == 1 ? "" : "s") "
+                + "still running: \(names)",
+            plugin: tasks.first?.plugin, time: time, traceback: nil)
+    }
+
+    /// How a task is named in a sentence: its plugin, its id and its name.
+    public static func label(_ task: TaskRegistry.Task) -> String {
+        "plugin '\(task.plugin)' task \(task.id)" + (task.name.map { " '\($0)'" } ?? "")
+    }
+
+    /// The completion of `event` (performFetch, didReceiveRemoteNotification) was not called
+    /// within `limit` seconds.
+    public static func completionTimeout(plugin: String, event: String, limit: Double, time: HostTime) -> Termination {
+        Termination(
+            kind: .completionTimeout,
+            reason: "plugin '\(plugin)' did not call the completion of \(event) within \(ReportNumber.seconds(limit)) s",
+            plugin: plugin, time: time, traceback: nil)
+    }
+
+    /// A scheduled task was not completed within `limit` seconds.
+    public static func taskTimeout(
+        plugin: String, kind: String, identifier: String, limit: Double, time: HostTime
+    ) -> Termination {
+        Termination(
+            kind: .completionTimeout,
+            reason: "plugin '\(plugin)' did not complete its \(kind) task '\(identifier)' "
+                + "within \(ReportNumber.seconds(limit)) s",
+            plugin: plugin, time: time, traceback: nil)
+    }
+
+    /// W1-W3: plugin code still ran when its watchdog limit passed.
+    public static func watchdog(
+        plugin: String, handler: String, limit: Double, time: HostTime, traceback: String?
+    ) -> Termination {
+        Termination(
+            kind: .watchdog,
+            reason: "plugin '\(plugin)' was still running its \(handler) handler "
+                + "when the \(ReportNumber.seconds(limit)) s watchdog limit passed",
+            plugin: plugin, time: time, traceback: traceback)
+    }
+
     /// The report's `termination` object.
     public var json: JSONValue {
         .object([

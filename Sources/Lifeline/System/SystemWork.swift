@@ -16,14 +16,6 @@ final class SystemWork {
     private let subscriptions: SubscriptionTable
     private let caller: GuardedCaller
     private let policy: TaskPolicy
-    /// Launches the app in the background when it is not running, or wakes it when suspended,
-    /// saying why; the app may still not run afterwards (a plugin failed to load).
-    var wake: (String) -> Void = { _ in }
-    var terminate: (Termination) -> Void = { _ in }
-
-    /// The device: on its charger or not, with a network or not.
-    private(set) var charging = false
-    private(set) var networkAvailable = true
     /// The user force-quit the app: as on iOS, the system launches it for nothing until the user
     /// launches it again.
     private var userQuit = false
@@ -85,7 +77,7 @@ final class SystemWork {
         }
         guard !requests.isEmpty else { return }
         // One tick after the start, so a launch the run begins with comes first.
-        session.executor.schedule(at: session.now.adding(seconds: TimerTable.resolution)) { [unowned self] in
+        session.executor.schedule(at: session.now.adding(seconds: Units.clockResolution)) { [unowned self] in
             queueEvaluation()
         }
     }
@@ -124,11 +116,11 @@ final class SystemWork {
             session.record("runTasks", ("filter", .string(filter.description)), ("picked", .int(Int64(picked))))
             queueEvaluation()
         case .charging(let on):
-            charging = on
+            session.device.charging = on
             session.record("charging", ("on", .bool(on)))
             queueEvaluation()
         case .network(let on):
-            networkAvailable = on
+            session.device.networkAvailable = on
             session.record("network", ("on", .bool(on)))
             queueEvaluation()
         default:
@@ -179,9 +171,9 @@ final class SystemWork {
 
     /// A completion for `didFinishTransferEvents`, when plugin `index` handles that event: the app
     /// stays awake until it is called or the profile's limit passes.
-    func transferEventsCompletion(plugin index: Int) -> Int? {
-        guard !subscriptions.subscriptions(to: .didFinishTransferEvents, plugin: index).isEmpty else { return nil }
-        return open(.transferEvents, plugin: index, limit: session.profile.transferEventsLimit)
+    func transferEventsCompletion(plugin: PluginRef) -> Int? {
+        guard !subscriptions.subscriptions(to: .didFinishTransferEvents, plugin: plugin.slot).isEmpty else { return nil }
+        return open(.transferEvents, plugin: plugin.slot, limit: session.profile.transferEventsLimit)
     }
 
     /// Opens a completion for plugin `index`, due in `limit` seconds.
@@ -199,7 +191,7 @@ final class SystemWork {
         }
         jobs.append(session.scheduleAppJob(at: due) { [unowned self] in timedOut(id) })
         completions[id] = Completion(
-            plugin: index, pluginName: session.plugins[index].context.pluginName, kind: kind, jobs: jobs)
+            plugin: index, pluginName: session.ref(index).name, kind: kind, jobs: jobs)
         return id
     }
 
@@ -208,29 +200,29 @@ final class SystemWork {
         return nextCompletion
     }
 
-    /// Calls completion `id` for `context`'s plugin. False, with a warning, when it was called
+    /// Calls completion `id` for `plugin`. False, with a warning, when it was called
     /// already or ran out; throws when it is not the plugin's, or the value is not its kind's.
-    func complete(_ context: PluginContext, id: Int, with value: CompletionValue) throws(SystemTaskError) -> Bool {
+    func complete(_ plugin: PluginRef, id: Int, with value: CompletionValue) throws(SystemTaskError) -> Bool {
         guard let completion = completions[id] else {
             guard id > 0, id < nextCompletion else { throw SystemTaskError("there is no completion \(id)") }
             // No warning: a plugin calling it in a loop would flood the host's log.
             return false
         }
-        guard completion.pluginName == context.pluginName else {
+        guard completion.pluginName == plugin.name else {
             throw SystemTaskError("completion \(id) belongs to plugin '\(completion.pluginName)'")
         }
         switch (completion.kind, value) {
         case (.fetch, .fetch(let result)), (.push, .fetch(let result)):
             finish(id)
             session.record(
-                completion.kind == .fetch ? "fetchCompleted" : "pushCompleted", ("plugin", .string(context.pluginName)),
+                completion.kind == .fetch ? "fetchCompleted" : "pushCompleted", ("plugin", .string(plugin.name)),
                 ("result", .string(result.rawValue)))
         case (.task(let task), .task(let success)):
             finish(id)
             recordTask("systemTaskCompleted", completion.pluginName, task, ("success", .bool(success)))
         case (.transferEvents, _):
             finish(id)
-            session.record("transferEventsCompleted", ("plugin", .string(context.pluginName)))
+            session.record("transferEventsCompleted", ("plugin", .string(plugin.name)))
         case (.fetch, _), (.push, _):
             throw SystemTaskError("the completion takes a result: \(FetchResult.names)")
         case (.task, _):
@@ -267,21 +259,16 @@ final class SystemWork {
         case .fetch, .push:
             finish(id)
             let what = completion.kind == .fetch ? "performFetch" : "didReceiveRemoteNotification"
-            let limit = ReportNumber.seconds(session.profile.fetchLimit)
-            terminate(
-                Termination(
-                    kind: .completionTimeout,
-                    reason: "plugin '\(plugin)' did not call the completion of \(what) within \(limit) s",
-                    plugin: plugin, time: session.now, traceback: nil))
+            session.request(
+                .terminate(
+                    .completionTimeout(plugin: plugin, event: what, limit: session.profile.fetchLimit, time: session.now)))
         case .task(let task):
             finish(id)
-            let limit = ReportNumber.seconds(session.profile.limit(for: task.kind))
-            terminate(
-                Termination(
-                    kind: .completionTimeout,
-                    reason: "plugin '\(plugin)' did not complete its \(task.kind.rawValue) task '\(task.identifier)' "
-                        + "within \(limit) s",
-                    plugin: plugin, time: session.now, traceback: nil))
+            session.request(
+                .terminate(
+                    .taskTimeout(
+                        plugin: plugin, kind: task.kind.rawValue, identifier: task.identifier,
+                        limit: session.profile.limit(for: task.kind), time: session.now)))
         }
     }
 
@@ -294,8 +281,8 @@ final class SystemWork {
         }
     }
 
-    private func checkPermitted(_ context: PluginContext, _ identifier: String) throws(SystemTaskError) {
-        guard session.plugins[context.index].taskIdentifiers.contains(identifier) else {
+    private func checkPermitted(_ plugin: PluginRef, _ identifier: String) throws(SystemTaskError) {
+        guard session.taskIdentifiers(of: plugin).contains(identifier) else {
             throw SystemTaskError(
                 "'\(identifier)' is not a permitted identifier; list it in plugin.toml: [background] identifiers = "
                     + "[\"\(identifier)\"]")
@@ -304,28 +291,28 @@ final class SystemWork {
 
     /// Registers the handler for `identifier`: only while the app launches (the plugin loading, or
     /// didFinishLaunching's handlers), once per identifier, and for a permitted identifier.
-    func register(_ context: PluginContext, identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
+    func register(_ plugin: PluginRef, identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
         try checkAvailable()
-        guard !session.launchEnded else {
+        guard session.phase == .launching else {
             throw SystemTaskError(
                 "'\(identifier)' is registered after the app finished launching; register handlers while "
                     + "the plugin loads")
         }
-        try checkPermitted(context, identifier)
-        guard handlers[context.pluginName]?[identifier] == nil else {
+        try checkPermitted(plugin, identifier)
+        guard handlers[plugin.name]?[identifier] == nil else {
             throw SystemTaskError("a handler for '\(identifier)' is registered already")
         }
-        handlers[context.pluginName, default: [:]][identifier] = (context.index, handler)
+        handlers[plugin.name, default: [:]][identifier] = (plugin.slot, handler)
         // Requests that came due while no handler could run may run now that one can.
         if !requests.isEmpty { queueEvaluation() }
     }
 
-    /// Schedules `request` for `context`'s plugin. One with the same identifier is replaced, as on
+    /// Schedules `request` for `plugin`. One with the same identifier is replaced, as on
     /// iOS; otherwise the plugin may have one refresh and ten processing requests pending.
-    func submit(_ context: PluginContext, _ request: SystemTaskRequest) throws(SystemTaskError) {
+    func submit(_ ref: PluginRef, _ request: SystemTaskRequest) throws(SystemTaskError) {
         try checkAvailable()
-        try checkPermitted(context, request.identifier)
-        let plugin = context.pluginName
+        try checkPermitted(ref, request.identifier)
+        let plugin = ref.name
         let (entry, replaced) = try requests.submit(request, plugin: plugin, now: session.now)
         persist(entry)
         session.record(
@@ -337,21 +324,25 @@ final class SystemWork {
     }
 
     /// Cancels the plugin's pending request for `identifier`; false if there is none.
-    func cancel(_ context: PluginContext, identifier: String) throws(SystemTaskError) -> Bool {
+    func cancel(_ plugin: PluginRef, identifier: String) throws(SystemTaskError) -> Bool {
         try checkAvailable()
-        guard let cancelled = requests.cancel(plugin: context.pluginName, identifier: identifier) else { return false }
+        guard let cancelled = requests.cancel(plugin: plugin.name, identifier: identifier) else { return false }
         forget(cancelled)
-        session.record("systemTaskCancelled", ("plugin", .string(context.pluginName)), ("identifier", .string(identifier)))
+        session.record("systemTaskCancelled", ("plugin", .string(plugin.name)), ("identifier", .string(identifier)))
         return true
     }
 
     /// The plugin's pending requests, in the order they were submitted.
-    func pending(_ context: PluginContext) throws(SystemTaskError) -> [PendingSystemTask] {
+    func pending(_ plugin: PluginRef) throws(SystemTaskError) -> [PendingSystemTask] {
         try checkAvailable()
-        return requests.all.filter { $0.plugin == context.pluginName }.map {
+        return requests.all.filter { $0.plugin == plugin.name }.map {
             PendingSystemTask(request: $0.request, earliestBegin: $0.earliest.seconds)
         }
     }
+
+    /// Launches the app in the background when it is not running, or wakes it when suspended,
+    /// saying why; the app may still not run afterwards (a plugin failed to load).
+    private func wake(_ reason: String) { session.request(.wake(reason: reason)) }
 
     /// Evaluates the requests on a turn of its own, at the time now.
     private func queueEvaluation() {
@@ -372,7 +363,8 @@ final class SystemWork {
         let (ready, more, next, deferred) = requests.takeReady(
             now: session.now, policy: policy,
             conditions: TaskRequests.Conditions(
-                foreground: foreground, userQuit: userQuit, networkAvailable: networkAvailable, charging: charging))
+                foreground: foreground, userQuit: userQuit, networkAvailable: session.device.networkAvailable,
+                charging: session.device.charging))
         // Why the others did not run, once per request and reason (`TaskRequests.takeReady`).
         for d in deferred {
             var fields: [(String, JSONValue)] = [
@@ -432,9 +424,9 @@ final class SystemWork {
     // MARK: - The app's end
 
     /// Forgets one plugin's handlers and completions (it failed to load).
-    func remove(plugin index: Int, name: String) {
-        handlers[name] = nil
-        for (id, c) in completions where c.plugin == index { finish(id) }
+    func remove(_ plugin: PluginRef) {
+        handlers[plugin.name] = nil
+        for (id, c) in completions where c.plugin == plugin.slot { finish(id) }
     }
 
     /// The app ended: this launch's handlers and completions go; the requests stay.

@@ -7,6 +7,8 @@ final class TransferEvents {
     private let session: AppSession
     private let subscriptions: SubscriptionTable
     private let caller: GuardedCaller
+    /// Gives `didFinishTransferEvents` its completion.
+    private let system: SystemWork
     private var manager: TransferManager?
     private var ledger: TransferLedger?
     /// When each unfinished transfer's progress was last recorded, in seconds.
@@ -16,25 +18,33 @@ final class TransferEvents {
     /// Set when an event arrived while the app was suspended: if the app then ends without
     /// running again, the host relaunches it to deliver them.
     private var held = false
-    /// Launches the app in the background, when it is not running, to hear its transfers' events.
-    var relaunch: () -> Void = {}
-    /// The completion of `didFinishTransferEvents` for a plugin, when it handles that event.
-    var completion: (Int) -> Int? = { _ in nil }
 
-    init(session: AppSession, subscriptions: SubscriptionTable, caller: GuardedCaller) {
+    /// The reason a force-quit gives the transfers it cancels, as iOS does.
+    static let forceQuitReason = "userForceQuit"
+
+    init(session: AppSession, subscriptions: SubscriptionTable, caller: GuardedCaller, system: SystemWork) {
         self.session = session
         self.subscriptions = subscriptions
         self.caller = caller
+        self.system = system
+    }
+
+    /// What the transfers need of the host's configuration.
+    struct Settings {
+        var transport: any TransferTransport
+        /// How many transfers run at once.
+        var limit: Int
+        var jitterSeed: UInt64?
     }
 
     /// Starts the transfers of the state dir's database, and resumes the unfinished ones.
-    func start(_ database: StateDatabase, configuration: HostConfiguration, epochAtStart: Double) {
+    func start(_ database: StateDatabase, settings: Settings, epochAtStart: Double) {
         let ledger = TransferLedger(database: database)
         self.ledger = ledger
         let manager = TransferManager(
-            ledger: ledger, transport: configuration.transferTransport, executor: session.executor,
-            filesRoot: database.filesRoot, limit: configuration.transferLimit,
-            jitterSeed: configuration.transferJitterSeed, epochAtStart: epochAtStart,
+            ledger: ledger, transport: settings.transport, executor: session.executor,
+            filesRoot: database.filesRoot, limit: settings.limit,
+            jitterSeed: settings.jitterSeed, epochAtStart: epochAtStart,
             callbacks: TransferManager.Callbacks(
                 eventQueued: { [unowned self] _, relaunch in queued(relaunch: relaunch) },
                 progress: { [unowned self] plugin, id, received, total in
@@ -64,29 +74,29 @@ final class TransferEvents {
     }
 
     func start(
-        _ context: PluginContext, kind: TransferRecord.Kind, method: String, url: String, file: String,
+        _ plugin: PluginRef, kind: TransferRecord.Kind, method: String, url: String, file: String,
         sha256: String?, tag: String?
     ) throws(TransferError) -> String {
         let manager = try transferManager()
-        if let target = HTTPURL(url), !session.plugins[context.index].network.allows(host: target.host, port: target.port) {
-            throw TransferError(NetworkPermissions.denial(plugin: context.pluginName, host: target.host, port: target.port))
+        if let target = HTTPURL(url), !session.permissions(of: plugin).allows(host: target.host, port: target.port) {
+            throw TransferError(NetworkPermissions.denial(plugin: plugin.name, host: target.host, port: target.port))
         }
         return try manager.start(
-            plugin: context.pluginName, kind: kind, method: method, url: url, file: file, sha256: sha256, tag: tag)
+            plugin: plugin.name, kind: kind, method: method, url: url, file: file, sha256: sha256, tag: tag)
     }
 
-    func list(_ context: PluginContext) throws(TransferError) -> [TransferRecord] {
-        try transferManager().list(plugin: context.pluginName)
+    func list(_ plugin: PluginRef) throws(TransferError) -> [TransferRecord] {
+        try transferManager().list(plugin: plugin.name)
     }
 
-    func cancel(_ context: PluginContext, id: String) throws(TransferError) -> Bool {
-        try transferManager().cancel(plugin: context.pluginName, id: id)
+    func cancel(_ plugin: PluginRef, id: String) throws(TransferError) -> Bool {
+        try transferManager().cancel(plugin: plugin.name, id: id)
     }
 
     // MARK: - Delivery
 
     /// A force-quit cancels every transfer, with iOS's reason.
-    func cancelAll() { manager?.cancelAll(reason: LifelineHost.forceQuitReason) }
+    func cancelAll() { manager?.cancelAll(reason: Self.forceQuitReason) }
 
     /// What a lifecycle step means for the events: a launch or the foreground delivers them; an
     /// end while some were held relaunches the app for them; a force-quit forgets that.
@@ -107,7 +117,7 @@ final class TransferEvents {
                 if session.visibleState == .suspended { held = true }
                 deliver()
             } else if relaunch, !session.isStopped {
-                self.relaunch()
+                session.request(.relaunch(reason: "transferEvents"))
             }
         }
     }
@@ -130,12 +140,12 @@ final class TransferEvents {
             return session.logger.error("cannot read the transfer events: \(error.message)")
         }
         for name in names {
-            guard let index = session.pluginIndex(named: name) else { continue }
+            guard let plugin = session.plugin(named: name) else { continue }
             var delivered = false
             for pending in (try? ledger.pendingEvents(plugin: name)) ?? [] {
                 guard session.isRunning, let event = LifecycleEventName(rawValue: pending.name) else { return }
                 let info = TransferEventInfo(id: pending.transferID, reason: pending.reason)
-                guard dispatch(event, to: index, transfer: info) else { continue }
+                guard dispatch(event, to: plugin, transfer: info) else { continue }
                 guard session.isRunning else { return }
                 do {
                     try ledger.acknowledge(pending.seq)
@@ -145,7 +155,9 @@ final class TransferEvents {
                 delivered = true
             }
             if delivered {
-                _ = dispatch(.didFinishTransferEvents, to: index, transfer: nil, recordAlways: true, completion: completion(index))
+                _ = dispatch(
+                    .didFinishTransferEvents, to: plugin, transfer: nil, recordAlways: true,
+                    completion: system.transferEventsCompletion(plugin: plugin))
             }
         }
     }
@@ -165,22 +177,22 @@ final class TransferEvents {
             session.record("transferProgress", fields)
         }
         guard session.isRunning, session.visibleState != .suspended, !caller.isInsidePluginCode,
-            let index = session.pluginIndex(named: plugin)
+            let ref = session.plugin(named: plugin)
         else { return }
-        _ = dispatch(.transferProgress, to: index, transfer: TransferEventInfo(id: id, received: received, total: total))
+        _ = dispatch(.transferProgress, to: ref, transfer: TransferEventInfo(id: id, received: received, total: total))
     }
 
     /// Sends an event to one plugin's handlers; false if it has none. The event is recorded when
     /// it has handlers, or always with `recordAlways`; `transferProgress` is recorded by
     /// `progress` itself, sampled.
     private func dispatch(
-        _ name: LifecycleEventName, to index: Int, transfer: TransferEventInfo?, recordAlways: Bool = false,
+        _ name: LifecycleEventName, to plugin: PluginRef, transfer: TransferEventInfo?, recordAlways: Bool = false,
         completion: Int? = nil
     ) -> Bool {
-        let list = subscriptions.subscriptions(to: name, plugin: index)
+        let list = subscriptions.subscriptions(to: name, plugin: plugin.slot)
         if list.isEmpty && !recordAlways { return false }
         if name != .transferProgress {
-            var fields: [(String, JSONValue)] = [("plugin", .string(session.plugins[index].context.pluginName))]
+            var fields: [(String, JSONValue)] = [("plugin", .string(plugin.name))]
             if let transfer {
                 fields.append(("transfer", .string(transfer.id)))
                 if let reason = transfer.reason { fields.append(("reason", .string(reason))) }

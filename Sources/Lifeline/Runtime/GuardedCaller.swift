@@ -40,17 +40,12 @@ final class GuardedCaller {
     private(set) var depth = 0
     /// A termination decided while plugin code was running (T8): carried out when the code
     /// returns, never from under it.
-    var pendingTermination: Termination?
+    private var pendingTermination: Termination?
     /// The last window made, and the one the watchdog guards now.
     private var windows = 0
     private var openedWindow = -1
     /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
     private(set) var lastOverrunLateness: Double?
-    /// Carries out a termination: the host records it and ends the app.
-    var terminate: (Termination) -> Void = { _ in }
-    /// Ends the app when the watchdog's thread has terminated it (W3) meanwhile.
-    var endApp: () -> Void = {}
-
     init(session: AppSession, configuration: HostConfiguration) {
         self.session = session
         self.recorder = session.recorder
@@ -59,16 +54,19 @@ final class GuardedCaller {
         self.clock = configuration.watchdogClock
         let fatal = configuration.onUnpreemptibleOverrun
         let recorder = recorder
-        self.watchdog = Watchdog(stopGrace: configuration.stopGrace, clock: configuration.watchdogClock) { target in
+        self.watchdog = Watchdog(stopGrace: configuration.stopGrace, clock: configuration.watchdogClock) {
+            [terminations = session.terminations] target in
             if target.handler == GuardedCaller.loadHandler.description {
                 // Loading is not yet the app's life: a load failure, as for Lua (SPEC 7).
                 fatal?(.loadFailed(.badInput(GuardedCaller.loadUnstoppableMessage(target))))
                 return
             }
-            let termination = GuardedCaller.watchdogTermination(target, traceback: nil)
-            recorder.record(GuardedCaller.watchdogEvent(target))
-            recorder.record(GuardedCaller.terminatedEvent(termination))
-            recorder.noteTermination(termination)
+            // The main executor is stuck in the Swift code that overran: the verdict is written
+            // from here, through the same one place as every other termination, and the app ends
+            // on the main executor once that code returns (`settle`).
+            let termination = Termination.watchdog(
+                plugin: target.plugin, handler: target.handler, limit: target.limit, time: target.time, traceback: nil)
+            terminations.write(termination, watchdog: target)
             fatal?(.terminated(termination, recorder))
         }
     }
@@ -97,26 +95,27 @@ final class GuardedCaller {
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
     /// recorded, an overrun or a stop terminates the app.
     func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
-        // Only the context is kept, and only one reference: the body may end the app, which drops
-        // the plugins, and this runs for every handler.
-        let context = session.plugins[index].context
+        // Only the ref is kept: the body may end the app, which drops the plugins, and this runs
+        // for every handler.
+        let ref = session.plugins[index].ref
         let (outcome, fired) = callUnchecked(index, in: window, body)
         switch settle(outcome, fired: fired) {
         case .ok, .terminated:
             return
         case .raised(let message, let traceback):
-            recordPluginError(context, message: message, traceback: traceback, handler: window.handler.description)
+            recordPluginError(ref, message: message, traceback: traceback, handler: window.handler.description)
         case .overran(let traceback):
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
             let late = Double(clock.nanoseconds() &- window.deadline) / 1e6
             lastOverrunLateness = late
-            let plugin = context.pluginName
+            let plugin = ref.name
             session.logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
             let target = WatchdogTarget(
                 plugin: plugin, handler: window.handler.description, limit: window.limit, preemptor: nil,
                 time: session.now)
-            session.recorder.record(GuardedCaller.watchdogEvent(target))
-            terminate(GuardedCaller.watchdogTermination(target, traceback: traceback))
+            let termination = Termination.watchdog(
+                plugin: plugin, handler: target.handler, limit: target.limit, time: target.time, traceback: traceback)
+            session.request(.terminate(termination, watchdog: target))
         }
     }
 
@@ -133,38 +132,50 @@ final class GuardedCaller {
 
     /// Runs plugin code now, under a watchdog window of its own. Call it from a host job, never
     /// from inside plugin code (plugin code does not call plugin code).
-    func callNow(_ context: PluginContext, handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
-        guard session.isCurrent(context) else { return }
+    func callNow(_ ref: PluginRef, handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
+        guard session.isCurrent(ref) else { return }
         // The two fields, not the profile: a copy of it retains and releases its name.
         let seconds = limit == .expirationHandler ? session.profile.expirationHandlerLimit : session.profile.transitionLimit
-        call(context.index, in: openWindow(limit: seconds, handler: handler), callback)
+        call(ref.slot, in: openWindow(limit: seconds, handler: handler), callback)
     }
 
     /// Records a plugin error: one the host caught around a call, or one the plugin's code raised
     /// outside a call the host made (in a coroutine the host resumed, for instance).
-    func recordPluginError(_ context: PluginContext, message: String, traceback: String, handler: String) {
+    func recordPluginError(_ ref: PluginRef, message: String, traceback: String, handler: String) {
         session.recorder.notePluginError()
-        if session.plugins.indices.contains(context.index) {
-            session.plugins[context.index].instance.chargeRecorded(
-                TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
-        }
+        charge(ref, bytes: TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
         session.record(
-            "pluginError", ("plugin", .string(context.pluginName)), ("message", .string(message)),
+            "pluginError", ("plugin", .string(ref.name)), ("message", .string(message)),
             ("traceback", .string(traceback)))
-        session.logger.error("plugin '\(context.pluginName)' raised an error in \(handler): \(message)")
+        session.logger.error("plugin '\(ref.name)' raised an error in \(handler): \(message)")
+    }
+
+    /// Counts `bytes` the report keeps for an event `ref`'s plugin caused against its memory cap,
+    /// while its code is still loaded.
+    func charge(_ ref: PluginRef, bytes: Int) {
+        guard session.plugins.indices.contains(ref.slot), session.plugins[ref.slot].ref == ref else { return }
+        session.plugins[ref.slot].code.chargeRecorded(bytes)
+    }
+
+    /// Stops `ref`'s plugin, which is running now, for a rule it broke (T8): its code is stopped
+    /// where the watchdog can stop it, and the app is terminated when the call returns, never from
+    /// under it. The first such termination is the one carried out.
+    func stop(_ ref: PluginRef, because termination: Termination) {
+        if pendingTermination == nil { pendingTermination = termination }
+        session.plugins[ref.slot].code.preemptor?.preempt()
     }
 
     /// - Parameter fired: whether the watchdog acted during the call: its deadline passed. Overruns
     ///   are the watchdog's to detect, so a call costs no clock read of its own.
     func settle(_ outcome: CallOutcome, fired: Bool) -> Settled {
         if recorder.isTerminated {
-            if session.appRunning { endApp() }
+            if session.appRunning { session.request(.endApp) }
             return .terminated
         }
         if var pending = pendingTermination {
             pendingTermination = nil
             if case .preempted(let traceback) = outcome { pending.traceback = traceback }
-            terminate(pending)
+            session.request(.terminate(pending))
             return .terminated
         }
         switch outcome {
@@ -180,21 +191,21 @@ final class GuardedCaller {
     func callUnchecked(_ index: Int, in window: Window, _ body: () -> CallOutcome) -> (CallOutcome, fired: Bool) {
         // Only what the call needs, field by field (a copy of the whole entry costs four retains
         // a call): the body may end the app, which drops the plugins.
-        let instance = session.plugins[index].instance
+        let code = session.plugins[index].code
         if window.id != openedWindow {
             watchdog.open(deadline: window.deadline, handler: window.handler, limit: window.limit, time: window.time)
             openedWindow = window.id
         }
         watchdog.enter(session.plugins[index].watchdogSlot)
         // Read before the call, which may end the app and drop the plugins.
-        let plugin = recordsHandlerCalls ? session.plugins[index].context.pluginName : ""
+        let plugin = recordsHandlerCalls ? session.plugins[index].ref.name : ""
         let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
         let startedAt = recordsHandlerCalls ? session.now : HostTime(nanoseconds: 0)
         depth += 1
         let outcome = body()
         depth -= 1
         let fired = watchdog.leave()
-        instance.resetPreemption()
+        code.resetPreemption()
         if recordsHandlerCalls {
             session.recorder.recordCall(
                 HandlerCall(
@@ -204,7 +215,7 @@ final class GuardedCaller {
         return (outcome, fired)
     }
 
-    // MARK: - What the watchdog's decisions look like in the report
+    // MARK: - Loading under the watchdog
 
     /// The watchdog's name for loading a plugin.
     static let loadHandler: HandlerName = "load"
@@ -219,28 +230,5 @@ final class GuardedCaller {
             + (target.preemptor == nil
                 ? "Swift code cannot be preempted" : "stuck inside one C call, where the watchdog's stop cannot reach")
             + ")"
-    }
-
-    static func watchdogEvent(_ target: WatchdogTarget) -> TimelineEvent {
-        TimelineEvent(
-            time: target.time, event: "watchdog",
-            fields: [
-                ("plugin", .string(target.plugin)), ("handler", .string(target.handler)),
-                ("limit", .number(ReportNumber.seconds(target.limit))),
-            ])
-    }
-
-    static func watchdogTermination(_ target: WatchdogTarget, traceback: String?) -> Termination {
-        Termination(
-            kind: .watchdog,
-            reason: "plugin '\(target.plugin)' was still running its \(target.handler) handler "
-                + "when the \(ReportNumber.seconds(target.limit)) s watchdog limit passed",
-            plugin: target.plugin, time: target.time, traceback: traceback)
-    }
-
-    static func terminatedEvent(_ t: Termination) -> TimelineEvent {
-        TimelineEvent(
-            time: t.time, event: "terminated",
-            fields: [("kind", .string(t.kind.rawValue)), ("code", .string(t.kind.code))])
     }
 }
