@@ -33,4 +33,25 @@ import Testing
         let clashes = byFolded.values.filter { $0.count > 1 }.map { $0.sorted().joined(separator: " / ") }.sorted()
         #expect(clashes.isEmpty, "paths that differ only by case: \(clashes)")
     }
+
+    /// The core's components know a plugin by its ref and ask the host by request: only the
+    /// host itself, its `check`, the two drivers and the queues' Swift face name the plugin's
+    /// context or the host. Plugins/ is the context's own room.
+    @Test func coreFiles_outsidePlugins_nameTheContextOrTheHostOnlyWhereTheyMust() throws {
+        let allowed: Set<String> = [
+            "Sources/Lifeline/Host/LifelineHost.swift", "Sources/Lifeline/Host/PluginCheck.swift",
+            "Sources/Lifeline/Runs/LiveRun.swift", "Sources/Lifeline/Runs/Simulation.swift",
+            "Sources/Lifeline/Queues/BackgroundQueue.swift",
+        ]
+        let names = try Regex(#"\b(PluginContext|LifelineHost)\b"#)
+        var naming: Set<String> = []
+        for path in Self.paths() where path.hasPrefix("Sources/Lifeline/") && path.hasSuffix(".swift")
+            && !path.hasPrefix("Sources/Lifeline/Plugins/")
+        {
+            let text = try String(contentsOfFile: CLI.packageRoot + "/" + path, encoding: .utf8)
+            if text.contains(names) { naming.insert(path) }
+        }
+        #expect(naming.count <= 6)
+        #expect(naming.subtracting(allowed).isEmpty, "files that now name PluginContext or LifelineHost: \(naming.subtracting(allowed).sorted())")
+    }
 }

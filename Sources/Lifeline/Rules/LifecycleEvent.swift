@@ -60,7 +60,7 @@ public struct LifecycleEvent: Sendable, Equatable {
     /// The transfer the event is about (transfer events only).
     public var transfer: TransferEventInfo?
     /// The completion this plugin must call (`performFetch`, `didReceiveRemoteNotification`,
-    /// `didFinishTransferEvents`), by its id; see `PluginContext.complete`.
+    /// `didFinishTransferEvents`), by its id; see the plugin context's `complete`.
     public var completion: Int?
     /// A silent push's payload, a JSON object as text.
     public var payload: String?
