@@ -110,7 +110,7 @@ public enum Explorer {
                 outcome.messages.append(termination.reason)
             }
             if recorder.pluginErrorCount > 0 {
-                for event in recorder.timeline where event.event == "pluginError" {
+                for event in recorder.timeline where event.name == .pluginError {
                     guard case .string(let message)? = event["message"] else { continue }
                     outcome.failures.append(.pluginError(ExploreFailure.location(of: message)))
                     outcome.messages.append(message)

@@ -176,7 +176,7 @@ public final class LifelineHost: HostRequestHandler {
     /// scheduled task), when it is not running; the report says why.
     private func relaunchInBackground(reason: String) {
         guard lifecycle.state == .notRunning || lifecycle.state == .ended else { return }
-        session.record("relaunch", ("reason", .string(reason)))
+        session.record(.relaunch, ("reason", .string(reason)))
         try? perform(.launchInBackground)
     }
 
@@ -187,7 +187,7 @@ public final class LifelineHost: HostRequestHandler {
         guard lifecycle.state == .suspended, session.appRunning else { return }
         lifecycle.resume()
         session.show(.background)
-        session.record("resumed", ("reason", .string(reason)))
+        session.record(.resumed, ("reason", .string(reason)))
         parts.tasks.startBudget()
         executor.releaseHeld()
         parts.slices.releaseHeld()
@@ -200,10 +200,10 @@ public final class LifelineHost: HostRequestHandler {
     private func recordStep(_ step: Step, suspended: Bool) {
         switch step {
         case .memoryWarning:
-            suspended ? session.record("memoryWarning", ("dropped", .bool(true))) : session.record("memoryWarning")
-        case .kill: session.record("killed")
-        case .forceQuit: session.record("forceQuit")
-        case .terminate where suspended: session.record("endedWhileSuspended")
+            suspended ? session.record(.memoryWarning, ("dropped", .bool(true))) : session.record(.memoryWarning)
+        case .kill: session.record(.killed)
+        case .forceQuit: session.record(.forceQuit)
+        case .terminate where suspended: session.record(.endedWhileSuspended)
         default: break
         }
     }
@@ -218,7 +218,7 @@ public final class LifelineHost: HostRequestHandler {
         lifecycle.suspend()
         session.show(.suspended)
         parts.tasks.cancelBudget()
-        session.record("suspended")
+        session.record(.suspended)
     }
 
     /// The app left the background: the budget stops, and what the suspension held runs again.
@@ -347,7 +347,7 @@ public final class LifelineHost: HostRequestHandler {
     /// Sends a lifecycle notification to every plugin's handlers, which share one watchdog window.
     private func dispatch(_ name: LifecycleEventName, state: AppState) {
         session.show(state)
-        session.record(name.rawValue)
+        session.record(ReportEventName(name))
         let list = parts.subscriptions.subscriptions(to: name)
         guard !list.isEmpty else { return }
         parts.caller.deliver(LifecycleEvent(name: name, time: now.seconds, state: state), to: list)

@@ -7,7 +7,7 @@
 /// to the executor.
 final class NetworkSession {
     typealias Completion = (Result<HTTPResponse, HTTPFailure>) -> Void
-    typealias Record = (_ event: String, _ fields: [(String, JSONValue)]) -> Void
+    typealias Record = (_ event: ReportEventName, _ fields: [(String, JSONValue)]) -> Void
 
     private let transport: any HTTPTransport
     private let executor: MainExecutor
@@ -61,7 +61,7 @@ final class NetworkSession {
         let exchange = Exchange(plugin: plugin, permissions: permissions, request: request, completion: completion)
         exchanges[id] = exchange
         record(
-            "httpRequest",
+            .httpRequest,
             [("plugin", .string(plugin)), ("method", .string(request.method)), ("url", .string(request.url))])
         let timeout = request.timeout.isFinite && request.timeout > 0 ? request.timeout : HTTPRequest.defaultTimeout
         exchange.timeoutJob = executor.schedule(at: executor.now.adding(seconds: timeout)) { [unowned self] in
@@ -159,7 +159,7 @@ final class NetworkSession {
         case .success(let response): fields.append(("status", .int(Int64(response.status))))
         case .failure(let failure): fields.append(("error", .string(failure.kind.rawValue)))
         }
-        record("httpResponse", fields)
+        record(.httpResponse, fields)
     }
 }
 

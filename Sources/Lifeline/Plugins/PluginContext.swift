@@ -48,7 +48,7 @@ public final class PluginContext: @unchecked Sendable {
         // and a line it writes then must not reach freed memory.
         self.logger = HostLogHandler.wrap(logger, now: { session.now }) { level, message in
             session.record(
-                "log", ("plugin", .string(pluginName)), ("level", .string(level.reportName)),
+                .log, ("plugin", .string(pluginName)), ("level", .string(level.reportName)),
                 ("message", .string(message)))
         }
     }

@@ -92,11 +92,11 @@ package final class HostQueue {
             if unique == .drop {
                 op.queueLink = link
                 session.record(
-                    "opDropped", fields(op) + [("existing", .int(Int64(old.id)))])
+                    .opDropped, fields(op) + [("existing", .int(Int64(old.id)))])
                 op.markFinished()
                 return .dropped(existing: old)
             }
-            session.record("opReplaced", fields(op) + [("replaced", .int(Int64(old.id)))])
+            session.record(.opReplaced, fields(op) + [("replaced", .int(Int64(old.id)))])
             if old.state == .pending, let i = pendingIndex(of: old) {
                 // It waits in the old one's place, and in its sequence.
                 op.queueLink = link

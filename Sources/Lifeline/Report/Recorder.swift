@@ -61,7 +61,9 @@ public final class Recorder: Sendable {
 
     /// Whether every recorded event is held to `ReportEvents`: set LIFELINE_CHECK_EVENTS, as
     /// scripts/test does, so that a new event, field or value cannot reach reports without the
-    /// table (and the `expect` checks that use it). A user's run never stops on it.
+    /// table (and the `expect` checks that use it). A user's run never stops on it. The compiler
+    /// now holds the host's own event names (`ReportEventName`); this still guards the fields and
+    /// their values, and events made from strings, as tests and users' code make them.
     static let checksEvents = ProcessInfo.processInfo.environment["LIFELINE_CHECK_EVENTS"] != nil
     /// `checksEvents`, read once: the global's lazy initializer is otherwise checked on every event.
     private let checksEvents = Recorder.checksEvents

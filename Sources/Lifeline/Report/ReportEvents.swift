@@ -1,6 +1,7 @@
 /// Every event a report's timeline can hold, with the fields each may carry besides `t` and
 /// `event` (docs/report.md). The set is closed: plugins reach the timeline only through the host,
-/// which records these and nothing else.
+/// which records these and nothing else. The names are `ReportEventName`'s, so the table and the
+/// host's call sites spell each one the same way.
 ///
 /// `expect` lines are checked against it, so a misspelt name fails instead of passing: without
 /// it, `expect no taskExpird` would hold for every run. The test suite checks every recorded
@@ -8,56 +9,58 @@
 public enum ReportEvents {
     /// Each event's optional and required fields, in the order the report writes them.
     public static let fields: [String: [String]] = {
-        var table: [String: [String]] = [:]
-        for name in LifecycleEventName.allCases where !transferEvents.contains(name) { table[name.rawValue] = [] }
-        for name in ["suspended", "killed", "forceQuit", "endedWhileSuspended"] { table[name] = [] }
-        table["memoryWarning"] = ["dropped"]
-        table["relaunch"] = ["reason"]
-        table["resumed"] = ["reason"]
-        table["performFetch"] = ["dropped"]
-        table["didReceiveRemoteNotification"] = ["dropped"]
-        table["runTasks"] = ["filter", "picked"]
-        table["charging"] = ["on"]
-        table["network"] = ["on"]
-        for name in ["fetchCompleted", "pushCompleted"] { table[name] = ["plugin", "result"] }
-        for name in ["transferEventsCompleted", "transferEventsTimedOut"] { table[name] = ["plugin"] }
+        var table: [ReportEventName: [String]] = [:]
+        for name in LifecycleEventName.allCases where !transferEvents.contains(name) {
+            table[ReportEventName(name)] = []
+        }
+        for name: ReportEventName in [.suspended, .killed, .forceQuit, .endedWhileSuspended] { table[name] = [] }
+        table[.memoryWarning] = ["dropped"]
+        table[.relaunch] = ["reason"]
+        table[.resumed] = ["reason"]
+        table[.performFetch] = ["dropped"]
+        table[.didReceiveRemoteNotification] = ["dropped"]
+        table[.runTasks] = ["filter", "picked"]
+        table[.charging] = ["on"]
+        table[.network] = ["on"]
+        for name: ReportEventName in [.fetchCompleted, .pushCompleted] { table[name] = ["plugin", "result"] }
+        for name: ReportEventName in [.transferEventsCompleted, .transferEventsTimedOut] { table[name] = ["plugin"] }
         let systemTask = ["plugin", "identifier", "kind", "task"]
-        table["systemTaskSubmitted"] = [
+        table[.systemTaskSubmitted] = [
             "plugin", "identifier", "kind", "earliestBegin", "requiresNetwork", "requiresPower", "replaced",
         ]
-        table["systemTaskCancelled"] = ["plugin", "identifier"]
-        table["systemTaskDropped"] = ["plugin", "identifier", "reason"]
-        table["taskDeferred"] = ["plugin", "identifier", "reason", "until"]
-        table["systemTaskStarted"] = systemTask
-        table["systemTaskExpiring"] = systemTask
-        table["systemTaskCompleted"] = systemTask + ["success"]
-        for name in ["taskBegan", "taskExpiring"] { table[name] = ["plugin", "task", "name"] }
-        table["taskEnded"] = ["plugin", "task", "name", "expired"]
-        table["endUnknownTask"] = ["plugin", "task"]
-        table["log"] = ["plugin", "level", "message"]
-        table["pluginError"] = ["plugin", "message", "traceback"]
-        table["watchdog"] = ["plugin", "handler", "limit"]
-        table["terminated"] = ["kind", "code"]
-        table["httpRequest"] = ["plugin", "method", "url"]
-        table["httpResponse"] = ["plugin", "method", "url", "status", "error"]
+        table[.systemTaskCancelled] = ["plugin", "identifier"]
+        table[.systemTaskDropped] = ["plugin", "identifier", "reason"]
+        table[.taskDeferred] = ["plugin", "identifier", "reason", "until"]
+        table[.systemTaskStarted] = systemTask
+        table[.systemTaskExpiring] = systemTask
+        table[.systemTaskCompleted] = systemTask + ["success"]
+        for name: ReportEventName in [.taskBegan, .taskExpiring] { table[name] = ["plugin", "task", "name"] }
+        table[.taskEnded] = ["plugin", "task", "name", "expired"]
+        table[.endUnknownTask] = ["plugin", "task"]
+        table[.log] = ["plugin", "level", "message"]
+        table[.pluginError] = ["plugin", "message", "traceback"]
+        table[.watchdog] = ["plugin", "handler", "limit"]
+        table[.terminated] = ["kind", "code"]
+        table[.httpRequest] = ["plugin", "method", "url"]
+        table[.httpResponse] = ["plugin", "method", "url", "status", "error"]
         let operation = ["plugin", "queue", "op", "name"]
-        table["opStarted"] = operation
-        table["opFinished"] = operation + ["result"]
-        table["opDropped"] = operation + ["existing"]
-        table["opReplaced"] = operation + ["replaced"]
+        table[.opStarted] = operation
+        table[.opFinished] = operation + ["result"]
+        table[.opDropped] = operation + ["existing"]
+        table[.opReplaced] = operation + ["replaced"]
         let transfer = ["plugin", "transfer"]
-        table["transferQueued"] = transfer + ["kind", "url"]
-        table["transferStarted"] = transfer + ["attempt", "from"]
-        table["transferResumed"] = transfer + ["received"]
-        table["transferRestarted"] = transfer + ["reason"]
-        table["transferRetrying"] = transfer + ["after", "reason"]
-        table["transferEnded"] = transfer + ["state", "reason"]
-        table["transferError"] = transfer + ["message"]
-        table["transferProgress"] = transfer + ["received", "total"]
-        table["transferDidFinish"] = transfer + ["reason"]
-        table["transferDidFail"] = transfer + ["reason"]
-        table["didFinishTransferEvents"] = ["plugin"]
-        return table
+        table[.transferQueued] = transfer + ["kind", "url"]
+        table[.transferStarted] = transfer + ["attempt", "from"]
+        table[.transferResumed] = transfer + ["received"]
+        table[.transferRestarted] = transfer + ["reason"]
+        table[.transferRetrying] = transfer + ["after", "reason"]
+        table[.transferEnded] = transfer + ["state", "reason"]
+        table[.transferError] = transfer + ["message"]
+        table[.transferProgress] = transfer + ["received", "total"]
+        table[.transferDidFinish] = transfer + ["reason"]
+        table[.transferDidFail] = transfer + ["reason"]
+        table[.didFinishTransferEvents] = ["plugin"]
+        return Dictionary(uniqueKeysWithValues: table.map { ($0.key.rawValue, $0.value) })
     }()
 
     /// The fields of the report's `termination` object, which `expect termination KIND` lines
@@ -68,33 +71,34 @@ public enum ReportEvents {
     /// result=timedout` fails on its typo rather than holding for every run.
     public static let values: [String: [String: [String]]] = {
         let booleans = ["true", "false"]
-        return [
-            "taskEnded": ["expired": booleans],
-            "memoryWarning": ["dropped": booleans],
-            "log": ["level": ["debug", "info", "warning", "error"]],
-            "terminated": ["kind": Termination.Kind.allCases.map(\.rawValue)],
-            "httpResponse": ["error": HTTPFailure.Kind.allCases.map(\.rawValue)],
-            "opFinished": ["result": ["finished", "timedOut", "cancelled", "expired", "failed"]],
-            "transferQueued": ["kind": ["download", "upload"]],
-            "transferEnded": ["state": ["finished", "failed", "cancelled"]],
-            "relaunch": ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
-            "resumed": ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
-            "performFetch": ["dropped": booleans],
-            "didReceiveRemoteNotification": ["dropped": booleans],
-            "charging": ["on": booleans],
-            "network": ["on": booleans],
-            "fetchCompleted": ["result": FetchResult.allCases.map(\.rawValue)],
-            "pushCompleted": ["result": FetchResult.allCases.map(\.rawValue)],
-            "systemTaskSubmitted": [
+        let table: [ReportEventName: [String: [String]]] = [
+            .taskEnded: ["expired": booleans],
+            .memoryWarning: ["dropped": booleans],
+            .log: ["level": ["debug", "info", "warning", "error"]],
+            .terminated: ["kind": Termination.Kind.allCases.map(\.rawValue)],
+            .httpResponse: ["error": HTTPFailure.Kind.allCases.map(\.rawValue)],
+            .opFinished: ["result": ["finished", "timedOut", "cancelled", "expired", "failed"]],
+            .transferQueued: ["kind": ["download", "upload"]],
+            .transferEnded: ["state": ["finished", "failed", "cancelled"]],
+            .relaunch: ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
+            .resumed: ["reason": ["transferEvents", "fetch", "push", "systemTask"]],
+            .performFetch: ["dropped": booleans],
+            .didReceiveRemoteNotification: ["dropped": booleans],
+            .charging: ["on": booleans],
+            .network: ["on": booleans],
+            .fetchCompleted: ["result": FetchResult.allCases.map(\.rawValue)],
+            .pushCompleted: ["result": FetchResult.allCases.map(\.rawValue)],
+            .systemTaskSubmitted: [
                 "kind": SystemTaskKind.allCases.map(\.rawValue), "requiresNetwork": booleans, "requiresPower": booleans,
                 "replaced": booleans,
             ],
-            "systemTaskDropped": ["reason": ["noHandler"]],
-            "taskDeferred": ["reason": TaskRequests.Deferral.allCases.map(\.rawValue)],
-            "systemTaskStarted": ["kind": SystemTaskKind.allCases.map(\.rawValue)],
-            "systemTaskExpiring": ["kind": SystemTaskKind.allCases.map(\.rawValue)],
-            "systemTaskCompleted": ["kind": SystemTaskKind.allCases.map(\.rawValue), "success": booleans],
+            .systemTaskDropped: ["reason": ["noHandler"]],
+            .taskDeferred: ["reason": TaskRequests.Deferral.allCases.map(\.rawValue)],
+            .systemTaskStarted: ["kind": SystemTaskKind.allCases.map(\.rawValue)],
+            .systemTaskExpiring: ["kind": SystemTaskKind.allCases.map(\.rawValue)],
+            .systemTaskCompleted: ["kind": SystemTaskKind.allCases.map(\.rawValue), "success": booleans],
         ]
+        return Dictionary(uniqueKeysWithValues: table.map { ($0.key.rawValue, $0.value) })
     }()
 
     /// The notifications that concern one transfer, recorded with its plugin and id.

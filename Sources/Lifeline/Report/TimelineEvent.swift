@@ -39,6 +39,13 @@ public struct TimelineEvent: Equatable, Sendable {
         }
     }
 
+    /// An event the host records: its name is one of `ReportEventName`'s.
+    public init(time: HostTime, event: ReportEventName, fields: [(String, JSONValue)] = []) {
+        self.init(time: time, event: event.rawValue, storage: .fields(fields))
+    }
+
+    /// An event named by a string, as a test or a report read back makes one: the recorder checks
+    /// the name only under LIFELINE_CHECK_EVENTS.
     public init(time: HostTime, event: String, fields: [(String, JSONValue)] = []) {
         self.init(time: time, event: event, storage: .fields(fields))
     }
@@ -177,6 +184,9 @@ public struct TimelineEvent: Equatable, Sendable {
         text.raw(", \"event\": ")
         text.string(event)
     }
+
+    /// `event` as a name to compare with the declared ones: `event.name == .pluginError`.
+    public var name: ReportEventName { ReportEventName(rawValue: event) }
 
     /// The field called `key`.
     public subscript(key: String) -> JSONValue? { fields.first { $0.0 == key }?.1 }

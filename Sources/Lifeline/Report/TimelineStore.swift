@@ -27,16 +27,17 @@ final class TimelineStore {
 
         var isOperation: Bool { self == .opStarted || self == .opFinished }
 
-        /// The event's name in the report; "" for `general`, whose value carries its own.
+        /// The event's name in the report; "" for `general`, whose value carries its own. Each
+        /// name folds to its literal, so the report's writer reads it for free.
         var name: String {
             switch self {
             case .general: return ""
-            case .taskBegan: return "taskBegan"
-            case .taskEnded: return "taskEnded"
-            case .taskExpiring: return "taskExpiring"
-            case .endUnknownTask: return "endUnknownTask"
-            case .opStarted: return "opStarted"
-            case .opFinished: return "opFinished"
+            case .taskBegan: return ReportEventName.taskBegan.rawValue
+            case .taskEnded: return ReportEventName.taskEnded.rawValue
+            case .taskExpiring: return ReportEventName.taskExpiring.rawValue
+            case .endUnknownTask: return ReportEventName.endUnknownTask.rawValue
+            case .opStarted: return ReportEventName.opStarted.rawValue
+            case .opFinished: return ReportEventName.opFinished.rawValue
             }
         }
 

@@ -145,9 +145,10 @@ final class AppSession {
         executor.schedule(at: now, owner: .app(generation: generation), job: job)
     }
 
-    func record(_ event: String, _ fields: (String, JSONValue)...) { record(event, fields) }
+    /// Records one of the host's events, at the session's time.
+    func record(_ event: ReportEventName, _ fields: (String, JSONValue)...) { record(event, fields) }
 
-    func record(_ event: String, _ fields: [(String, JSONValue)]) {
+    func record(_ event: ReportEventName, _ fields: [(String, JSONValue)]) {
         recorder.record(TimelineEvent(time: now, event: event, fields: fields))
     }
 

@@ -145,7 +145,7 @@ final class GuardedCaller {
         session.recorder.notePluginError()
         charge(ref, bytes: TimelineEvent.recordedBytes + message.utf8.count + traceback.utf8.count)
         session.record(
-            "pluginError", ("plugin", .string(ref.name)), ("message", .string(message)),
+            .pluginError, ("plugin", .string(ref.name)), ("message", .string(message)),
             ("traceback", .string(traceback)))
         session.logger.error("plugin '\(ref.name)' raised an error in \(handler): \(message)")
     }

@@ -14,7 +14,7 @@ struct Terminations: Sendable {
         if let target {
             recorder.record(
                 TimelineEvent(
-                    time: target.time, event: "watchdog",
+                    time: target.time, event: .watchdog,
                     fields: [
                         ("plugin", .string(target.plugin)), ("handler", .string(target.handler)),
                         ("limit", .number(ReportNumber.seconds(target.limit))),
@@ -22,7 +22,7 @@ struct Terminations: Sendable {
         }
         recorder.record(
             TimelineEvent(
-                time: termination.time, event: "terminated",
+                time: termination.time, event: .terminated,
                 fields: [("kind", .string(termination.kind.rawValue)), ("code", .string(termination.kind.code))]))
         recorder.noteTermination(termination)
         return true

@@ -52,7 +52,8 @@ extension Expectation {
             switch $0.kind {
             case .outcome(let terminated): return terminated
             case .termination: return true
-            case .events(let query, let count): return query.event == "terminated" && count != .none
+            case .events(let query, let count):
+                return query.event == ReportEventName.terminated.rawValue && count != .none
             default: return false
             }
         }
@@ -69,11 +70,13 @@ extension Expectation {
         // The lines about plugin errors. An error one of them matches is accounted for: expected,
         // or already failing a line that forbids it. Any other error is unexpected.
         let errorLines: [EventQuery] = expectations.compactMap {
-            guard case .events(let query, _) = $0.kind, query.event == "pluginError" else { return nil }
+            guard case .events(let query, _) = $0.kind, query.event == ReportEventName.pluginError.rawValue else {
+                return nil
+            }
             return query
         }
         do {
-            for event in timeline(report) where event["event"]?.plainText == "pluginError" {
+            for event in timeline(report) where event["event"]?.plainText == ReportEventName.pluginError.rawValue {
                 if errorLines.contains(where: { $0.differences(for: event).isEmpty }) { continue }
                 var origin: [String] = []
                 if let plugin = event["plugin"]?.plainText { origin.append("from \(plugin)") }

@@ -252,7 +252,7 @@ public struct Expectation: Equatable, Sendable {
                     throw .badInput("\(at): the event name goes right after 'expect', not as event=…")
                 }
                 try checkUnique(field, in: &fieldNames, at: at)
-                if event == "log", field.name == "level", !logLevels.contains(field.value.text) {
+                if event == ReportEventName.log.rawValue, field.name == "level", !logLevels.contains(field.value.text) {
                     throw .badInput(
                         "\(at): unknown log level '\(field.value.text)'; the levels are: "
                             + logLevels.joined(separator: ", "))

@@ -113,15 +113,15 @@ final class SystemWork {
         case .push(let payload): deliver(.didReceiveRemoteNotification, payload: payload)
         case .runTasks(let filter):
             let picked = requests.force(filter)
-            session.record("runTasks", ("filter", .string(filter.description)), ("picked", .int(Int64(picked))))
+            session.record(.runTasks, ("filter", .string(filter.description)), ("picked", .int(Int64(picked))))
             queueEvaluation()
         case .charging(let on):
             session.device.charging = on
-            session.record("charging", ("on", .bool(on)))
+            session.record(.charging, ("on", .bool(on)))
             queueEvaluation()
         case .network(let on):
             session.device.networkAvailable = on
-            session.record("network", ("on", .bool(on)))
+            session.record(.network, ("on", .bool(on)))
             queueEvaluation()
         default:
             break
@@ -146,13 +146,13 @@ final class SystemWork {
     /// it; a fetch is not made while the app is in the foreground.
     private func deliver(_ name: LifecycleEventName, payload: String?) {
         if name == .performFetch, session.appRunning, session.visibleState == .active || session.visibleState == .inactive {
-            return session.record(name.rawValue, ("dropped", .bool(true)))
+            return session.record(ReportEventName(name), ("dropped", .bool(true)))
         }
         // As on iOS, a force-quit app is launched for neither until the user launches it again.
-        if userQuit, !session.appRunning { return session.record(name.rawValue, ("dropped", .bool(true))) }
+        if userQuit, !session.appRunning { return session.record(ReportEventName(name), ("dropped", .bool(true))) }
         wake(name == .performFetch ? "fetch" : "push")
         guard session.isRunning else { return }
-        session.record(name.rawValue)
+        session.record(ReportEventName(name))
         let list = subscriptions.subscriptions(to: name)
         guard !list.isEmpty else { return }
         let window = caller.openWindow(limit: session.profile.limit(for: name), handler: HandlerName(name.rawValue))
@@ -215,14 +215,14 @@ final class SystemWork {
         case (.fetch, .fetch(let result)), (.push, .fetch(let result)):
             finish(id)
             session.record(
-                completion.kind == .fetch ? "fetchCompleted" : "pushCompleted", ("plugin", .string(plugin.name)),
+                completion.kind == .fetch ? .fetchCompleted : .pushCompleted, ("plugin", .string(plugin.name)),
                 ("result", .string(result.rawValue)))
         case (.task(let task), .task(let success)):
             finish(id)
-            recordTask("systemTaskCompleted", completion.pluginName, task, ("success", .bool(success)))
+            recordTask(.systemTaskCompleted, completion.pluginName, task, ("success", .bool(success)))
         case (.transferEvents, _):
             finish(id)
-            session.record("transferEventsCompleted", ("plugin", .string(plugin.name)))
+            session.record(.transferEventsCompleted, ("plugin", .string(plugin.name)))
         case (.fetch, _), (.push, _):
             throw SystemTaskError("the completion takes a result: \(FetchResult.names)")
         case (.task, _):
@@ -241,7 +241,7 @@ final class SystemWork {
     /// A task's time is nearly out: its expiration handler is called.
     private func expire(_ id: Int) {
         guard let completion = completions[id], case .task(let task) = completion.kind, session.isRunning else { return }
-        recordTask("systemTaskExpiring", completion.pluginName, task)
+        recordTask(.systemTaskExpiring, completion.pluginName, task)
         guard let handler = completion.handler else { return }
         let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expirationHandler")
         caller.call(completion.plugin, in: window) { handler.expire(task) }
@@ -255,13 +255,14 @@ final class SystemWork {
         case .transferEvents:
             finish(id)
             // As on iOS, the app is not killed for it: it is suspended once nothing else holds it.
-            session.record("transferEventsTimedOut", ("plugin", .string(plugin)))
+            session.record(.transferEventsTimedOut, ("plugin", .string(plugin)))
         case .fetch, .push:
             finish(id)
-            let what = completion.kind == .fetch ? "performFetch" : "didReceiveRemoteNotification"
+            let what: LifecycleEventName = completion.kind == .fetch ? .performFetch : .didReceiveRemoteNotification
             session.request(
                 .terminate(
-                    .completionTimeout(plugin: plugin, event: what, limit: session.profile.fetchLimit, time: session.now)))
+                    .completionTimeout(
+                        plugin: plugin, event: what.rawValue, limit: session.profile.fetchLimit, time: session.now)))
         case .task(let task):
             finish(id)
             session.request(
@@ -316,7 +317,7 @@ final class SystemWork {
         let (entry, replaced) = try requests.submit(request, plugin: plugin, now: session.now)
         persist(entry)
         session.record(
-            "systemTaskSubmitted", ("plugin", .string(plugin)), ("identifier", .string(request.identifier)),
+            .systemTaskSubmitted, ("plugin", .string(plugin)), ("identifier", .string(request.identifier)),
             ("kind", .string(request.kind.rawValue)), ("earliestBegin", .number(ReportNumber.seconds(entry.earliest))),
             ("requiresNetwork", .bool(request.requiresNetwork)), ("requiresPower", .bool(request.requiresPower)),
             ("replaced", .bool(replaced)))
@@ -328,7 +329,7 @@ final class SystemWork {
         try checkAvailable()
         guard let cancelled = requests.cancel(plugin: plugin.name, identifier: identifier) else { return false }
         forget(cancelled)
-        session.record("systemTaskCancelled", ("plugin", .string(plugin.name)), ("identifier", .string(identifier)))
+        session.record(.systemTaskCancelled, ("plugin", .string(plugin.name)), ("identifier", .string(identifier)))
         return true
     }
 
@@ -372,7 +373,7 @@ final class SystemWork {
                 ("reason", .string(d.reason.rawValue)),
             ]
             if let until = d.until { fields.append(("until", .number(ReportNumber.seconds(until)))) }
-            session.record("taskDeferred", fields)
+            session.record(.taskDeferred, fields)
         }
         if let job = wakeJob, job.time != next {
             session.executor.cancel(job.id)
@@ -403,18 +404,20 @@ final class SystemWork {
         forget(r)
         guard let registered = handlers[r.plugin]?[request.identifier] else {
             return session.record(
-                "systemTaskDropped", ("plugin", .string(r.plugin)), ("identifier", .string(request.identifier)),
+                .systemTaskDropped, ("plugin", .string(r.plugin)), ("identifier", .string(request.identifier)),
                 ("reason", .string("noHandler")))
         }
         let task = SystemTaskInfo(id: takeID(), identifier: request.identifier, kind: request.kind)
         _ = open(.task(task), plugin: registered.plugin, limit: session.profile.limit(for: request.kind), id: task.id)
         completions[task.id]?.handler = registered.handler
-        recordTask("systemTaskStarted", r.plugin, task)
+        recordTask(.systemTaskStarted, r.plugin, task)
         let window = caller.openWindow(limit: session.profile.transitionLimit, handler: HandlerName("task \(request.identifier)"))
         caller.call(registered.plugin, in: window) { registered.handler.run(task) }
     }
 
-    private func recordTask(_ event: String, _ plugin: String, _ task: SystemTaskInfo, _ extra: (String, JSONValue)...) {
+    private func recordTask(
+        _ event: ReportEventName, _ plugin: String, _ task: SystemTaskInfo, _ extra: (String, JSONValue)...
+    ) {
         session.record(
             event,
             [("plugin", .string(plugin)), ("identifier", .string(task.identifier)), ("kind", .string(task.kind.rawValue)),

@@ -174,7 +174,7 @@ final class TransferEvents {
                 ("plugin", .string(plugin)), ("transfer", .string(id)), ("received", .int(received)),
             ]
             if let total { fields.append(("total", .int(total))) }
-            session.record("transferProgress", fields)
+            session.record(.transferProgress, fields)
         }
         guard session.isRunning, session.visibleState != .suspended, !caller.isInsidePluginCode,
             let ref = session.plugin(named: plugin)
@@ -197,7 +197,7 @@ final class TransferEvents {
                 fields.append(("transfer", .string(transfer.id)))
                 if let reason = transfer.reason { fields.append(("reason", .string(reason))) }
             }
-            session.record(name.rawValue, fields)
+            session.record(ReportEventName(name), fields)
         }
         guard !list.isEmpty else { return false }
         caller.deliver(

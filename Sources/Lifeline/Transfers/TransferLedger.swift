@@ -91,11 +91,11 @@ public final class TransferLedger {
                     record.attempts, record.reason, record.id,
                 ])
             guard record.state.isFinal, db.changesCount > 0 else { return }
+            let event: LifecycleEventName = record.state == .finished ? .transferDidFinish : .transferDidFail
             try db.execute(
                 sql: "INSERT INTO transfer_events (plugin, transfer, name, reason) VALUES (?, ?, ?, ?)",
                 arguments: [
-                    record.plugin, record.id, record.state == .finished ? "transferDidFinish" : "transferDidFail",
-                    record.reason,
+                    record.plugin, record.id, event.rawValue, record.reason,
                 ])
         }
     }
@@ -182,7 +182,8 @@ public final class TransferLedger {
 
     private static func event(_ row: StoredRow) throws(RowDamage) -> TransferEventRecord {
         let name = try row.text("name")
-        guard name == "transferDidFinish" || name == "transferDidFail" else {
+        let delivered: [LifecycleEventName] = [.transferDidFinish, .transferDidFail]
+        guard delivered.contains(where: { $0.rawValue == name }) else {
             throw RowDamage(column: "name", why: "is \(row.shown("name")), an event this Lifeline does not know")
         }
         return TransferEventRecord(

@@ -19,7 +19,7 @@ final class TransferManager {
         var eventQueued: (_ plugin: String, _ relaunch: Bool) -> Void
         /// Bytes so far, at most 4 a second per transfer, and once at the end.
         var progress: (_ plugin: String, _ id: String, _ received: Int64, _ total: Int64?) -> Void
-        var record: (_ event: String, _ fields: [(String, JSONValue)]) -> Void
+        var record: (_ event: ReportEventName, _ fields: [(String, JSONValue)]) -> Void
     }
 
     private let ledger: TransferLedger
@@ -75,7 +75,7 @@ final class TransferManager {
             record.state = .queued
             live[record.id] = record
             waiting.append(record.id)
-            callbacks.record("transferResumed", fields(record) + [("received", .int(record.received))])
+            callbacks.record(.transferResumed, fields(record) + [("received", .int(record.received))])
         }
         pump()
     }
@@ -135,7 +135,7 @@ final class TransferManager {
         live[record.id] = record
         waiting.append(record.id)
         callbacks.record(
-            "transferQueued", fields(record) + [("kind", .string(kind.rawValue)), ("url", .string(url))])
+            .transferQueued, fields(record) + [("kind", .string(kind.rawValue)), ("url", .string(url))])
         pump()
         return record.publicID
     }
@@ -192,7 +192,7 @@ final class TransferManager {
         }
         save(record)
         callbacks.record(
-            "transferStarted", fields(record) + [("attempt", .int(Int64(record.attempts))), ("from", .int(resumeFrom))])
+            .transferStarted, fields(record) + [("attempt", .int(Int64(record.attempts))), ("from", .int(resumeFrom))])
         let request = HTTPRequest(method: record.method, url: record.url, headers: headers, timeout: .infinity)
         let attempt = TransferAttempt(
             kind: record.kind, request: request, root: folder(of: record.plugin), name: record.file, id: record.id,
@@ -247,7 +247,7 @@ final class TransferManager {
             var again = record
             again.attempts -= 1
             live[id] = again
-            callbacks.record("transferRestarted", fields(record) + [("reason", .string("range mismatch"))])
+            callbacks.record(.transferRestarted, fields(record) + [("reason", .string("range mismatch"))])
             waiting.insert(id, at: 0)
             pump()
             return
@@ -265,7 +265,7 @@ final class TransferManager {
             live[id] = waitingRecord
             save(waitingRecord)
             callbacks.record(
-                "transferRetrying",
+                .transferRetrying,
                 fields(record) + [
                     ("after", .number(ReportNumber.seconds(delay))),
                     ("reason", .string(RetryPolicy.describe(failure))),
@@ -292,7 +292,7 @@ final class TransferManager {
         save(record)
         var fields = fields(record) + [("state", .string(state.rawValue))]
         if let reason { fields.append(("reason", .string(reason))) }
-        callbacks.record("transferEnded", fields)
+        callbacks.record(.transferEnded, fields)
         callbacks.eventQueued(record.plugin, relaunch)
         pump()
     }
@@ -303,7 +303,7 @@ final class TransferManager {
             try ledger.save(record)
         } catch {
             callbacks.record(
-                "transferError", fields(record) + [("message", .string("cannot save the transfer: \(error.message)"))])
+                .transferError, fields(record) + [("message", .string("cannot save the transfer: \(error.message)"))])
         }
     }
 
