@@ -67,7 +67,7 @@ struct Run: ParsableCommand {
             defer { transport.shutdown() }
             let live = LiveRun(setup: setup, transport: transport, transferTransport: transport) { event in
                 // Log lines reach stderr through the logger, on the same clock.
-                guard event.event != "log" else { return }
+                guard event.name != .log else { return }
                 FileHandle.standardError.write(Data((LiveLine.text(event, colour: colour) + "\n").utf8))
             }
             live.colour = colour
@@ -88,10 +88,10 @@ enum LiveLine {
     static func text(_ event: TimelineEvent, colour: Bool) -> String {
         let line = Terminal.safe(event.humanLine, indent: "    ")
         guard colour else { return line }
-        switch event.event {
-        case "terminated", "watchdog", "pluginError", "killed", "forceQuit": return paint(line, "31")
-        case "taskExpiring", "endUnknownTask": return paint(line, "33")
-        case "suspended": return paint(line, "2")
+        switch event.name {
+        case .terminated, .watchdog, .pluginError, .killed, .forceQuit: return paint(line, "31")
+        case .taskExpiring, .endUnknownTask: return paint(line, "33")
+        case .suspended: return paint(line, "2")
         default:
             return LifecycleEventName(rawValue: event.event) != nil && !event.event.hasPrefix("transfer")
                 ? paint(line, "1") : line

@@ -257,7 +257,7 @@ struct TestCommand: ParsableCommand {
             lines.append(line + ": " + text(termination["reason"]))
         }
         if case .array(let events)? = report["timeline"] {
-            for event in events where event["event"] == .string("pluginError") {
+            for event in events where event["event"] == .string(ReportEventName.pluginError.rawValue) {
                 lines.append(
                     "plugin error in \(text(event["plugin"])) at t=\(text(event["t"])): \(text(event["message"]))")
             }

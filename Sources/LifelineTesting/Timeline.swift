@@ -4,7 +4,7 @@ import Lifeline
 /// shown where it begins only: the rules under test are about ids, and the report's own tests
 /// check that it names the task on every task event.
 public func line(_ event: TimelineEvent) -> String {
-    let shownFields = event.event == "taskEnded" || event.event == "taskExpiring"
+    let shownFields = event.name == .taskEnded || event.name == .taskExpiring
         ? event.fields.filter { $0.0 != "name" } : event.fields
     let fields = shownFields.map { key, value -> String in
         if case .string(let s) = value { return "\(key)=\(s)" }
@@ -22,11 +22,11 @@ public func lines(_ recorder: Recorder, only: Set<String>? = nil) -> [String] {
 public func eventNames(_ recorder: Recorder) -> [String] { recorder.timeline.map(\.event) }
 
 /// The lifecycle notifications, and the suspension that follows the last of them.
-public let lifecycleEvents: Set<String> = Set(LifecycleEventName.allCases.map(\.rawValue)).union(["suspended"])
+public let lifecycleEvents: Set<String> = Set(LifecycleEventName.allCases.map(\.rawValue))
+    .union([ReportEventName.suspended.rawValue])
 /// What the task rules (SPEC 4) record.
-public let taskEvents: Set<String> = [
-    "taskBegan", "taskExpiring", "taskEnded", "endUnknownTask", "suspended", "terminated",
-]
+public let taskEvents: Set<String> = Set(
+    [ReportEventName.taskBegan, .taskExpiring, .taskEnded, .endUnknownTask, .suspended, .terminated].map(\.rawValue))
 
 extension JSONValue {
     /// The string, when the value is one.
@@ -39,7 +39,7 @@ extension JSONValue {
 /// The pluginError events of a run.
 public func pluginErrors(_ recorder: Recorder) -> [(plugin: String, message: String, traceback: String)] {
     recorder.timeline.compactMap { e in
-        guard e.event == "pluginError" else { return nil }
+        guard e.name == .pluginError else { return nil }
         return (e["plugin"]?.stringValue ?? "", e["message"]?.stringValue ?? "", e["traceback"]?.stringValue ?? "")
     }
 }

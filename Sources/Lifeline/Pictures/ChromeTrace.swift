@@ -212,16 +212,16 @@ public enum ChromeTrace {
             var terminationShown = false
             for m in lanes.markers {
                 var args = m.fields
-                switch (RunLanes.ending(m.name), m.name) {
+                switch (RunLanes.ending(m.event), m.event) {
                 case (.terminated, _), (.killed, _):
-                    if m.name == "terminated", let term = lanes.termination, !terminationShown {
+                    if m.event == .terminated, let term = lanes.termination, !terminationShown {
                         args.append(("termination", term))
                         terminationShown = true
                     }
                     instant(m.name, cat: "termination", t: m.t, tid: app, scope: "p", args: args)
                 case (.ordinary, _):
                     instant(m.name, cat: "lifecycle", t: m.t, tid: app, scope: "t", args: args)
-                case (nil, "pluginError"), (nil, "watchdog"), (nil, "endUnknownTask"):
+                case (nil, .pluginError), (nil, .watchdog), (nil, .endUnknownTask):
                     let plugin = m.text("plugin") ?? ""
                     instant(
                         m.name, cat: "error", t: m.t, tid: plugin.isEmpty ? app : track(plugin), scope: "t", args: args)

@@ -274,7 +274,7 @@ public enum LaneChart {
                     default: put(log.t, Cell(char: "*", sgr: "37"), 2)
                     }
                 }
-                for m in lanes.markers where m.text("plugin") == plugin && m.name == "pluginError" {
+                for m in lanes.markers where m.text("plugin") == plugin && m.event == .pluginError {
                     put(m.t, Cell(char: "E", sgr: "1;31"), 4)
                 }
                 if rank.allSatisfy({ $0 == 0 }) { continue }
@@ -290,14 +290,14 @@ public enum LaneChart {
             var cells = [Cell](repeating: Cell(), count: columns)
             for m in lanes.markers {
                 let cell: Cell
-                switch (RunLanes.ending(m.name), m.name) {
+                switch (RunLanes.ending(m.event), m.event) {
                 case (.terminated, _): cell = Cell(char: "T", sgr: "1;41;37")
                 case (.killed, _): cell = Cell(char: "K", sgr: "1;31")
                 case (.ordinary, _): cell = Cell(char: "e", sgr: "1")
-                case (nil, "pluginError"): cell = Cell(char: "E", sgr: "1;31")
-                case (nil, "watchdog"): cell = Cell(char: "W", sgr: "1;33")
-                case (nil, "relaunch"): cell = Cell(char: "R", sgr: "32")
-                case (nil, "memoryWarning"), (nil, "didReceiveMemoryWarning"): cell = Cell(char: "m", sgr: "35")
+                case (nil, .pluginError): cell = Cell(char: "E", sgr: "1;31")
+                case (nil, .watchdog): cell = Cell(char: "W", sgr: "1;33")
+                case (nil, .relaunch): cell = Cell(char: "R", sgr: "32")
+                case (nil, .memoryWarning), (nil, .didReceiveMemoryWarning): cell = Cell(char: "m", sgr: "35")
                 default: cell = Cell(char: "+", sgr: "2")
                 }
                 let c = column(m.t)

@@ -349,7 +349,7 @@ enum PageData {
             for m in lanes.markers {
                 let t = tip(m)
                 let cls: String
-                switch (RunLanes.ending(m.name), m.name) {
+                switch (RunLanes.ending(m.event), m.event) {
                 case (.terminated, _), (.killed, _):
                     cls = "m-bad"
                     vlines.append(.array([RunLanes.number(m.t), .string("v-bad"), .int(Int64(t))]))
@@ -357,13 +357,13 @@ enum PageData {
                     // The app ended as apps do: a line across the lanes, not drawn as a failure.
                     cls = "m-end"
                     vlines.append(.array([RunLanes.number(m.t), .string("v-end"), .int(Int64(t))]))
-                case (nil, "pluginError"), (nil, "watchdog"): cls = "m-bad"
-                case (nil, "memoryWarning"), (nil, "didReceiveMemoryWarning"), (nil, "endUnknownTask"): cls = "m-warn"
+                case (nil, .pluginError), (nil, .watchdog): cls = "m-bad"
+                case (nil, .memoryWarning), (nil, .didReceiveMemoryWarning), (nil, .endUnknownTask): cls = "m-warn"
                 default: cls = "m-info"
                 }
                 items.append(item(m.t, m.t, 0, cls, t, m.name))
             }
-            if let term = lanes.termination, !lanes.markers.contains(where: { $0.name == "terminated" }) {
+            if let term = lanes.termination, !lanes.markers.contains(where: { $0.event == .terminated }) {
                 let at = term["t"]?.doubleValue.map { RunLanes.clamp($0, -1e9, 1e9) } ?? lanes.end
                 var rows: [(String, String)] = []
                 if case .object(let fields) = term { rows = fields.map { ($0.0, RunLanes.display($0.1)) } }
@@ -436,7 +436,8 @@ enum PageData {
                     items.append(piece)
                 }
                 for m in span.marks {
-                    let warn = ["taskExpiring", "transferError", "transferRetrying", "transferDidFail"].contains(m.name)
+                    let warn = [ReportEventName.taskExpiring, .transferError, .transferRetrying, .transferDidFail]
+                        .contains(m.event)
                     items.append(item(m.t, m.t, row, warn ? "m-expire" : "m-info", tip(m), m.name))
                 }
             }

@@ -18,6 +18,9 @@ struct RunLanes {
         var name: String
         var fields: [(String, JSONValue)]
 
+        /// `name` as one of the declared names, or one this version does not know.
+        var event: ReportEventName { ReportEventName(rawValue: name) }
+
         subscript(key: String) -> JSONValue? { fields.first { $0.0 == key }?.1 }
 
         /// The field as text: strings as they are, other values as JSON; nil when absent.
@@ -196,37 +199,37 @@ struct RunLanes {
         for e in events {
             let plugin = e.text("plugin") ?? ""
             if !plugin.isEmpty { addPlugin(plugin) }
-            switch e.name {
-            case "didFinishLaunching":
+            switch e.event {
+            case .didFinishLaunching:
                 // A launch in the background starts a budget of its own.
                 enter(relaunching ? .background : .inactive, at: e.t, e, into: &self, restart: relaunching)
                 relaunching = false
-            case "didBecomeActive": enter(.active, at: e.t, e, into: &self)
-            case "willResignActive", "willEnterForeground": enter(.inactive, at: e.t, e, into: &self)
-            case "didEnterBackground": enter(.background, at: e.t, e, into: &self, restart: true)
-            case "suspended": enter(.suspended, at: e.t, e, into: &self)
-            case "willTerminate", "killed", "forceQuit", "terminated", "endedWhileSuspended":
+            case .didBecomeActive: enter(.active, at: e.t, e, into: &self)
+            case .willResignActive, .willEnterForeground: enter(.inactive, at: e.t, e, into: &self)
+            case .didEnterBackground: enter(.background, at: e.t, e, into: &self, restart: true)
+            case .suspended: enter(.suspended, at: e.t, e, into: &self)
+            case .willTerminate, .killed, .forceQuit, .terminated, .endedWhileSuspended:
                 markers.append(e)
                 enter(.notRunning, at: e.t, e, into: &self)
                 closeWithTheApp(at: e.t)
-            case "relaunch":
+            case .relaunch:
                 markers.append(e)
                 relaunching = true
-            case "resumed":
+            case .resumed:
                 // The system woke the app in the background: a budget of its own starts.
                 markers.append(e)
                 enter(.background, at: e.t, e, into: &self, restart: true)
-            case "memoryWarning", "didReceiveMemoryWarning", "pluginError", "watchdog", "endUnknownTask",
-                "didFinishTransferEvents", "performFetch", "didReceiveRemoteNotification", "fetchCompleted",
-                "pushCompleted", "runTasks", "charging", "network", "systemTaskSubmitted", "systemTaskCancelled",
-                "systemTaskDropped", "transferEventsCompleted", "transferEventsTimedOut":
+            case .memoryWarning, .didReceiveMemoryWarning, .pluginError, .watchdog, .endUnknownTask,
+                .didFinishTransferEvents, .performFetch, .didReceiveRemoteNotification, .fetchCompleted,
+                .pushCompleted, .runTasks, .charging, .network, .systemTaskSubmitted, .systemTaskCancelled,
+                .systemTaskDropped, .transferEventsCompleted, .transferEventsTimedOut:
                 markers.append(e)
-            case "log": logs.append(e)
-            case "taskBegan", "taskExpiring", "taskEnded":
+            case .log: logs.append(e)
+            case .taskBegan, .taskExpiring, .taskEnded:
                 readTask(e, kind: .task, plugin: plugin, open: &open)
-            case "systemTaskStarted", "systemTaskExpiring", "systemTaskCompleted":
+            case .systemTaskStarted, .systemTaskExpiring, .systemTaskCompleted:
                 readTask(e, kind: .system, plugin: plugin, open: &open)
-            case "httpRequest":
+            case .httpRequest:
                 let key = "http\u{0}\(plugin)\u{0}\(e.text("method") ?? "")\u{0}\(e.text("url") ?? "")"
                 inFlight[key, default: []].append(spans.count)
                 let label = [e.text("method"), e.text("url")].compactMap { $0 }.joined(separator: " ")
@@ -234,7 +237,7 @@ struct RunLanes {
                     Span(
                         kind: .http, plugin: plugin, lane: "", label: label, from: e.t, to: e.t, ended: false,
                         outcome: "open", failed: false, events: [e]))
-            case "httpResponse":
+            case .httpResponse:
                 let key = "http\u{0}\(plugin)\u{0}\(e.text("method") ?? "")\u{0}\(e.text("url") ?? "")"
                 guard var queue = inFlight[key], !queue.isEmpty else {
                     orphan(.http, e, plugin: plugin, lane: "", label: e.text("url") ?? "response")
@@ -252,7 +255,7 @@ struct RunLanes {
                     spans[i].outcome = "error"
                     spans[i].failed = true
                 }
-            case "opStarted":
+            case .opStarted:
                 let queue = e.text("queue") ?? ""
                 let key = "op\u{0}\(plugin)\u{0}\(queue)\u{0}\(e.text("op") ?? "")"
                 open[key] = spans.count
@@ -260,7 +263,7 @@ struct RunLanes {
                     Span(
                         kind: .op, plugin: plugin, lane: queue, label: e.text("name") ?? "op \(e.text("op") ?? "?")",
                         from: e.t, to: e.t, ended: false, outcome: "open", failed: false, events: [e]))
-            case "opFinished":
+            case .opFinished:
                 let queue = e.text("queue") ?? ""
                 let key = "op\u{0}\(plugin)\u{0}\(queue)\u{0}\(e.text("op") ?? "")"
                 guard let i = open[key] else {
@@ -277,14 +280,14 @@ struct RunLanes {
                 spans[i].outcome = result
                 spans[i].failed = result != "finished"
                 open[key] = nil
-            case "opDropped":
+            case .opDropped:
                 spans.append(
                     Span(
                         kind: .op, plugin: plugin, lane: e.text("queue") ?? "",
                         label: e.text("name") ?? "op \(e.text("op") ?? "?")", from: e.t, to: e.t, ended: true,
                         outcome: "dropped", failed: false, events: [e]))
-            case "transferQueued", "transferStarted", "transferProgress", "transferResumed", "transferRestarted",
-                "transferRetrying", "transferEnded", "transferError", "transferDidFinish", "transferDidFail":
+            case .transferQueued, .transferStarted, .transferProgress, .transferResumed, .transferRestarted,
+                .transferRetrying, .transferEnded, .transferError, .transferDidFinish, .transferDidFail:
                 readTransfer(e, plugin: plugin, open: &open)
             default:
                 others.append(e)
@@ -318,7 +321,7 @@ struct RunLanes {
     /// and ends, expired or unsuccessful in red.
     private mutating func readTask(_ e: Event, kind: SpanKind, plugin: String, open: inout [String: Int]) {
         let key = "\(kind.rawValue)\u{0}\(plugin)\u{0}\(e.text("task") ?? "")"
-        if e.name == "taskBegan" || e.name == "systemTaskStarted" {
+        if e.event == .taskBegan || e.event == .systemTaskStarted {
             open[key] = spans.count
             let label = kind == .task ? taskLabel(e) : "\(e.text("identifier") ?? "task") (\(e.text("kind") ?? "?"))"
             spans.append(
@@ -329,7 +332,7 @@ struct RunLanes {
         }
         guard let i = open[key] else { return others.append(e) }
         spans[i].events.append(e)
-        if e.name.hasSuffix("Expiring") { return spans[i].marks.append(e) }
+        if e.event == .taskExpiring || e.event == .systemTaskExpiring { return spans[i].marks.append(e) }
         let (outcome, failed) =
             kind == .task
             ? (e["expired"] == .bool(true) ? ("expired", true) : ("ended", false))
@@ -345,7 +348,7 @@ struct RunLanes {
         let key = "transfer\u{0}\(plugin)\u{0}\(e.text("transfer") ?? "")"
         var index = open[key]
         if index == nil {
-            guard e.name == "transferQueued" || e.name == "transferStarted" else {
+            guard e.event == .transferQueued || e.event == .transferStarted else {
                 others.append(e)
                 return
             }
@@ -360,24 +363,24 @@ struct RunLanes {
         }
         guard let i = index else { return }
         spans[i].events.append(e)
-        switch e.name {
-        case "transferStarted":
+        switch e.event {
+        case .transferStarted:
             if spans[i].started == nil { spans[i].started = e.t }
-        case "transferProgress":
+        case .transferProgress:
             let received = e["received"]?.doubleValue
             let total = e["total"]?.doubleValue
             var fraction: Double?
             if let received, let total, total > 0 { fraction = RunLanes.clamp(received / total, 0, 1) }
             spans[i].progress.append((e.t, fraction))
-        case "transferEnded":
+        case .transferEnded:
             let state = e.text("state") ?? "ended"
             spans[i].to = max(e.t, spans[i].from)
             spans[i].ended = true
             spans[i].outcome = state
             spans[i].failed = !["completed", "finished", "done", "succeeded"].contains(state)
         // Delivery events (transferDidFinish/Fail) may still follow: they are ticks on the span.
-        case "transferDidFinish", "transferDidFail", "transferError", "transferRetrying", "transferRestarted",
-            "transferResumed":
+        case .transferDidFinish, .transferDidFail, .transferError, .transferRetrying, .transferRestarted,
+            .transferResumed:
             spans[i].marks.append(e)
         default: break
         }
@@ -401,11 +404,11 @@ struct RunLanes {
     }
 
     /// How the event called `name` ends the app; nil for any other event.
-    static func ending(_ name: String) -> Ending? {
+    static func ending(_ name: ReportEventName) -> Ending? {
         switch name {
-        case "willTerminate", "endedWhileSuspended": return .ordinary
-        case "killed", "forceQuit": return .killed
-        case "terminated": return .terminated
+        case .willTerminate, .endedWhileSuspended: return .ordinary
+        case .killed, .forceQuit: return .killed
+        case .terminated: return .terminated
         default: return nil
         }
     }
