@@ -37,10 +37,19 @@ let package = Package(
         // Lua's macros as functions, the sandbox's C parts, the trampolines that raise and yield,
         // and lifeline.json's codec (json.c), which allocates only through Lua.
         .target(name: "CLuaShims", dependencies: ["CLua"]),
+        // The rules as pure values, below the core: the lifecycle, events, steps, the profile,
+        // the task registry, terminations, the watchdog's and the system's policies, units, host
+        // time, JSON values and errors. It depends on nothing of the package, so a rule cannot
+        // reach up into the runtime, the scenario language or the report.
+        .target(
+            name: "LifelineRules",
+            // HTTPFields: a transfer's resume rule answers with the headers of its next attempt.
+            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")]),
         // The core: lifecycle, bus, tasks, budgets, watchdog, clock, scenario, report. No Lua.
         .target(
             name: "Lifeline",
             dependencies: [
+                "LifelineRules",
                 .product(name: "Logging", package: "swift-log"),
                 // The state dir's database (the plugins' stores): SQLite, apt libsqlite3-dev.
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -92,7 +101,7 @@ let package = Package(
         .testTarget(
             name: "LifelineTests",
             dependencies: [
-                "Lifeline", "LifelineTesting", .product(name: "Logging", package: "swift-log"),
+                "Lifeline", "LifelineRules", "LifelineTesting", .product(name: "Logging", package: "swift-log"),
                 // GRDB: a migration test writes an older host's state database by hand.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),

@@ -8,7 +8,7 @@ import Glibc
 /// use too. A plugin writes, reads, lists, sizes and removes files there by relative name.
 ///
 /// - Names follow the rules of transfers (`TransferPath.resolve`): relative, no `..`, no NUL, no
-///   link out of the folder, and every step is taken on the open folder (`TransferFolder`), so a
+///   link out of the folder, and every step is taken on the open folder (`PluginFolder`), so a
 ///   link planted after the check leads nowhere.
 /// - A quota bounds the bytes of every plain file in the folder, downloads' included. A write
 ///   that would take the total over it throws and writes nothing. Downloads are the host's and are
@@ -50,10 +50,10 @@ public final class PluginFiles {
         let path = try TransferPath.resolve(name, in: root)
         // The size of the file this write replaces, which the total no longer counts after it.
         var replaced: Int64?
-        if let (folder, leaf) = try TransferFolder.existing(path.name, in: root) { replaced = folder.size(of: leaf) }
+        if let (folder, leaf) = try PluginFolder.existing(path.name, in: root) { replaced = folder.size(of: leaf) }
         let entries = try entries()
         // The file, unless it replaces one, and the folders the write would make.
-        let added = (replaced == nil ? 1 : 0) + (try TransferFolder.missingFolders(path.name, in: root))
+        let added = (replaced == nil ? 1 : 0) + (try PluginFolder.missingFolders(path.name, in: root))
         if entries.count + added > maximumEntries {
             throw FileError(
                 "plugin '\(plugin)' would keep more than \(maximumEntries) files and folders in its files folder")
@@ -65,7 +65,7 @@ public final class PluginFiles {
                     + "folder, over its quota of \(Units.formatBytes(quota)) (set another with [limits] files "
                     + "in plugin.toml)")
         }
-        let (folder, leaf) = try TransferFolder.holding(path.name, in: root, create: true)
+        let (folder, leaf) = try PluginFolder.holding(path.name, in: root, create: true)
         try folder.replace(leaf, with: bytes)
     }
 
@@ -75,24 +75,24 @@ public final class PluginFiles {
         return bytes
     }
 
-    /// The content of `name` when it holds at most `limit` bytes (see `TransferFolder.read`).
+    /// The content of `name` when it holds at most `limit` bytes (see `PluginFolder.read`).
     package func read(_ name: String, limit: Int) throws(FileError) -> BoundedRead {
         let path = try TransferPath.resolve(name, in: root)
-        guard let (folder, leaf) = try TransferFolder.existing(path.name, in: root) else { return .missing }
+        guard let (folder, leaf) = try PluginFolder.existing(path.name, in: root) else { return .missing }
         return try folder.read(leaf, limit: limit)
     }
 
     /// `name` open to read, with its size; nil when no file has that name.
     package func openForReading(_ name: String) throws(FileError) -> OpenFile? {
         let path = try TransferPath.resolve(name, in: root)
-        guard let (folder, leaf) = try TransferFolder.existing(path.name, in: root) else { return nil }
+        guard let (folder, leaf) = try PluginFolder.existing(path.name, in: root) else { return nil }
         return try folder.openForReading(leaf)
     }
 
     /// The size of `name` in bytes, or nil when no plain file has that name.
     public func size(_ name: String) throws(FileError) -> Int64? {
         let path = try TransferPath.resolve(name, in: root)
-        guard let (folder, leaf) = try TransferFolder.existing(path.name, in: root) else { return nil }
+        guard let (folder, leaf) = try PluginFolder.existing(path.name, in: root) else { return nil }
         return folder.size(of: leaf)
     }
 
@@ -101,7 +101,7 @@ public final class PluginFiles {
     @discardableResult
     public func remove(_ name: String) throws(FileError) -> Bool {
         let path = try TransferPath.resolve(name, in: root)
-        guard let (folder, leaf) = try TransferFolder.existing(path.name, in: root) else { return false }
+        guard let (folder, leaf) = try PluginFolder.existing(path.name, in: root) else { return false }
         guard unlinkat(folder.fd, leaf, 0) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return false }
             if errno == EISDIR {
@@ -124,7 +124,7 @@ public final class PluginFiles {
     /// `list`, or nil when the names would take more than `nameBytes` bytes: the walk stops there,
     /// so a caller that must bound what it holds (`lifeline.files.list`) never holds more.
     package func list(nameBytes: Int) throws(FileError) -> [String]? {
-        guard let folder = try TransferFolder.root(root) else { return [] }
+        guard let folder = try PluginFolder.root(root) else { return [] }
         guard let found = folder.files(removingTemporaries: true, nameBytes: nameBytes) else { return nil }
         return found.compactMap(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
@@ -146,7 +146,7 @@ public final class PluginFiles {
     /// No names are made: the quota needs only sizes, and 10,000 names would be a list the host
     /// holds for nothing on every write.
     private func entries() throws(FileError) -> [(name: String?, size: Int64, isFolder: Bool)] {
-        guard let folder = try TransferFolder.root(root) else { return [] }
+        guard let folder = try PluginFolder.root(root) else { return [] }
         return folder.files(removingTemporaries: true, names: false) ?? []
     }
 }

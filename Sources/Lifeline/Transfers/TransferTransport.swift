@@ -36,16 +36,16 @@ public struct TransferAttempt: Sendable {
     /// Where a download's bytes go until they are verified, relative to `root`: its own partial file.
     public var partialName: String { DownloadFile.partialName(name, id: id) }
 
-    /// An upload's whole file, read through its checked folder (`TransferFolder`).
+    /// An upload's whole file, read through its checked folder (`PluginFolder`).
     public func uploadBytes() throws(TransferError) -> [UInt8] {
-        let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)
+        let (folder, leaf) = try PluginFolder.holding(name, in: root, create: false)
         return try folder.read(leaf)
     }
 
     /// An upload's file, opened through its checked folder and sized, for a transport that sends
     /// it a chunk at a time: the host then holds one chunk of a file of any size, not all of it.
     package func openUpload() throws(TransferError) -> OpenFile {
-        let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)
+        let (folder, leaf) = try PluginFolder.holding(name, in: root, create: false)
         guard let file = try folder.openForReading(leaf) else {
             throw TransferError("cannot open '\(folder.relative(leaf))': \(String(cString: strerror(ENOENT)))")
         }
@@ -54,7 +54,7 @@ public struct TransferAttempt: Sendable {
 
     /// The size of an upload's file, read through its checked folder.
     public func uploadSize() throws(TransferError) -> Int64 {
-        let (folder, leaf) = try TransferFolder.holding(name, in: root, create: false)
+        let (folder, leaf) = try PluginFolder.holding(name, in: root, create: false)
         guard let size = folder.size(of: leaf) else {
             throw TransferError("cannot open '\(folder.relative(leaf))': it is missing or not a plain file")
         }
@@ -112,7 +112,7 @@ public final class NoTransferTransport: TransferTransport {
 /// starts where the file ends (`ResumeRule`); the file gets its final name by an atomic rename
 /// once its size (and its SHA-256, when given) check out.
 ///
-/// All of it happens in the file's folder held open (`TransferFolder`), never through a path
+/// All of it happens in the file's folder held open (`PluginFolder`), never through a path
 /// that a link could redirect; messages name files relative to the plugin's files folder.
 ///
 /// The validators (ETag, Last-Modified) of the bytes in the partial file are kept beside it, in
@@ -126,7 +126,7 @@ public final class DownloadFile: @unchecked Sendable {
     public let name: String
     public let partialName: String
     private let resumeFrom: Int64
-    private var folder: TransferFolder?
+    private var folder: PluginFolder?
     private var leaf = "", partialLeaf = ""
     private var fd: Int32 = -1
     /// Bytes in the partial file.
@@ -164,7 +164,7 @@ public final class DownloadFile: @unchecked Sendable {
     ) -> (bytes: Int64, etag: String?, lastModified: String?) {
         // The validators are two header values: a sidecar larger than that is not one the host
         // wrote, and the download starts again from zero rather than read it all.
-        guard let (folder, leaf) = try? TransferFolder.holding(partialName, in: root, create: false),
+        guard let (folder, leaf) = try? PluginFolder.holding(partialName, in: root, create: false),
             let bytes = folder.size(of: leaf), bytes > 0,
             case .bytes(let validators)? = try? folder.read(validatorName(leaf), limit: maximumValidatorBytes)
         else { return (0, nil, nil) }
@@ -177,7 +177,7 @@ public final class DownloadFile: @unchecked Sendable {
 
     /// Removes a partial file and its validators.
     public static func discard(root: String, partialName: String) {
-        guard let (folder, leaf) = try? TransferFolder.holding(partialName, in: root, create: false) else { return }
+        guard let (folder, leaf) = try? PluginFolder.holding(partialName, in: root, create: false) else { return }
         folder.remove(leaf)
         folder.remove(validatorName(leaf))
     }
@@ -209,7 +209,7 @@ public final class DownloadFile: @unchecked Sendable {
 
     private func open(truncatingTo offset: Int64) throws(TransferError) {
         close()
-        let (folder, leaf) = try TransferFolder.holding(partialName, in: root, create: true)
+        let (folder, leaf) = try PluginFolder.holding(partialName, in: root, create: true)
         self.folder = folder
         self.partialLeaf = leaf
         self.leaf = String(name.split(separator: "/").last ?? "")

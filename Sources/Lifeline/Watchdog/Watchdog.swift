@@ -66,8 +66,8 @@ public struct WatchdogTarget: Sendable {
 /// Threading: `register`, `open`, `enter` and `leave` from the main executor; the thread acts on
 /// its own.
 public final class Watchdog: @unchecked Sendable {
-    /// Set in a running call's token once the watchdog acted on it.
-    public static let firedBit: UInt64 = 1
+    /// Set in a running call's token once the watchdog acted on it (the policy's).
+    public static var firedBit: UInt64 { WatchdogPolicy.firedBit }
 
     private let waiter = WatchdogWaiter()
     private let clock: any WatchdogClock

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The runs lifeline explore draws: valid scenarios, the same for the same seed, within the kinds
 // and the profile they are given, and written so that reading them back gives the same run.

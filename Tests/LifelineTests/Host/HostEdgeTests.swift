@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 /// SPEC 7 and 2.2 at the edges: load failures, `check`, far-off times.

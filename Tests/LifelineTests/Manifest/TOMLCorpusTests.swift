@@ -3,6 +3,7 @@ import LifelineTesting
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The hand-written TOML reader against the TOML 1.0.0 cases of toml-test (tests/files-toml-1.0.0):
 // every valid case reads exactly as its tagged .json says, or, when it uses a feature plugin.toml

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // Multi-line strings, arrays of tables, comments and file encoding: what the toml-test corpus
 // showed the reader needed, each with the line its errors point at.

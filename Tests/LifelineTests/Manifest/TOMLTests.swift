@@ -1,5 +1,6 @@
 import Testing
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 /// Parses `text` as file.toml.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // RFC 9110 5.6.7's own example date, in its three forms: 784111777 s since 1970.
 @Test(arguments: [

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The HTML page in a real browser: Debian's chromium, headless. The page draws its lanes with a

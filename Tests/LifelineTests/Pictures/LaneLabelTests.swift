@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The lane chart's labels: a column as wide as the labels need, up to two fifths of the terminal,

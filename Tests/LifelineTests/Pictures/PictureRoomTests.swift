@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // Where the pictures live: Report/ records a run and Pictures/ draws it, so no markup is written

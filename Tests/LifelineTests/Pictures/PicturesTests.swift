@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The three pictures of a report: the HTML page, the Chrome trace and the terminal lane chart.

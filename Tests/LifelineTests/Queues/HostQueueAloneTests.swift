@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 /// A queue built alone on a virtual clock: its operation timeout and its background task, with
 /// no host and no plugin code. The operation's body is a stand-in that records what the queue

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The Swift example of docs/queues.md ("The Swift API"), as written there.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // Operation queues, from Swift (`context.queue`, `context.backgroundQueue`). Everything

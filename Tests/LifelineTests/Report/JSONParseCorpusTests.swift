@@ -3,6 +3,7 @@ import LifelineTesting
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // `JSONValue.parse` (scenarios, config, the store) against documents it did not write: every JSON
 // file of the toml-test corpus and the hand-written cases of Tests/json-cases must read as

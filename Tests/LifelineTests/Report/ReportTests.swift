@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // SPEC 2.3 (the report), 2.4 (exit codes) and 7 (bad input that reaches the core).

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The streamed report (`Recorder.writeReport`) writes the timeline event by event, without the
 // JSON value `report()` builds. Both must give the same bytes for every kind of event and field.

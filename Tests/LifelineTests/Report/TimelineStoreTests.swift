@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The timeline is kept as a log of bytes, each event against the one before it. Whatever goes
 // in must come out the same, as a value and as the report's text, read from the start or from any

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // SPEC 4, T1–T9, through the host in virtual time. Each test checks the recorded timeline and the

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The ordinals are written out as switches, so dispatch reads them with a jump; these tests hold
 // them to what they mean: each case's position in `allCases`. A case added, moved or numbered

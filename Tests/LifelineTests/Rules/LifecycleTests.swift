@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // SPEC 2.2 (the action table) and 3: the lifecycle state machine as a pure value, then the

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The units every room reads: durations, byte counts and the clock's resolution. The scenario
 // tests hold the duration forms and messages as a scenario file shows them; these hold the

@@ -2,6 +2,7 @@ import LifelineTesting
 import Logging
 
 @testable import Lifeline
+@testable import LifelineRules
 
 /// What a component stands on, without a host: a session on a virtual clock, a caller with its
 /// watchdog, the bus's table, and a stand-in coordinator that writes what components request.

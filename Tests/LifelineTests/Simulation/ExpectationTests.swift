@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // Scenario `expect` lines: the grammar, every bad line reported with file:line before anything

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The near misses of a failed `expect` line: ranked by what matches, names first, so the event a

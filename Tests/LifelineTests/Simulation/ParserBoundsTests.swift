@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // Every parser of the host is linear in its input (docs/guarantees.md, "Size limits"): each is fed
 // a 1 MiB worst case of its own (one huge token, many tiny lines, deep nesting, many keys, long

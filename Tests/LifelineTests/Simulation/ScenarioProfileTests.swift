@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // A scenario's `profile NAME` and `limit NAME VALUE` lines: the figures it is written for, over

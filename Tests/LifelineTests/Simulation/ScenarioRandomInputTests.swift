@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The scenario parser meets users' typos first: every line it reads, steps, http lines with

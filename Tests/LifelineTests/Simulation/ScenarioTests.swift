@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // SPEC 2.2: scenario files. Every bad step is reported with file:line before anything runs.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // SPEC 2.2: a scenario's `http` lines script the network that simulate's plugins see, in virtual

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // A plugin's own files (`PluginFiles`): names, quota, atomic writes, and the Swift API.
@@ -66,7 +67,7 @@ private func message(_ body: () throws -> Void) -> String? {
         for name in ["b", "a/z", "B", "a/b", "é", "c.txt"] { try files.write(name, [1]) }
         try FileManager.default.createDirectory(atPath: dir + "/files/p/empty", withIntermediateDirectories: true)
         // A temporary left over by a write that never finished (the host stopped mid-write).
-        let stale = dir + "/files/p/a/" + TransferFolder.temporaryPrefix + "x"
+        let stale = dir + "/files/p/a/" + PluginFolder.temporaryPrefix + "x"
         FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3]))
         #expect(try files.list() == ["B", "a/b", "a/z", "b", "c.txt", "é"])
         // It is not the plugin's: the walk removed it, and it does not count.
@@ -116,7 +117,7 @@ private func message(_ body: () throws -> Void) -> String? {
 @Test(arguments: [
     ("/etc/passwd", "is an absolute path"), ("../q/x", "'..' is not allowed"), ("a/../../x", "'..' is not allowed"),
     ("", "must not be empty"), ("a\0b", "must not contain NUL"), (".", "does not name a file"),
-    (TransferFolder.temporaryPrefix + "1", "are the host's"),
+    (PluginFolder.temporaryPrefix + "1", "are the host's"),
 ])
 func pluginFiles_namesThatLeaveTheFolder_areRefusedByEveryCall(_ name: String, _ expected: String) throws {
     try withFiles { files, dir in
@@ -175,8 +176,8 @@ func pluginFiles_namesThatLeaveTheFolder_areRefusedByEveryCall(_ name: String, _
         try FileManager.default.createDirectory(atPath: dir + "/outside", withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: dir + "/outside/x", contents: Data([9]))
         try FileManager.default.createSymbolicLink(atPath: root + "/sub", withDestinationPath: dir + "/outside")
-        #expect(throws: FileError.self) { _ = try TransferFolder.existing(path.name, in: root) }
-        #expect(throws: FileError.self) { _ = try TransferFolder.holding(path.name, in: root, create: true) }
+        #expect(throws: FileError.self) { _ = try PluginFolder.existing(path.name, in: root) }
+        #expect(throws: FileError.self) { _ = try PluginFolder.holding(path.name, in: root, create: true) }
     }
 }
 

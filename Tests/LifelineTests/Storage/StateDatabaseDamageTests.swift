@@ -4,6 +4,7 @@ import LifelineTesting
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 /// A real state database, damaged with SQL as someone with the file could: each table's reader
 /// skips the rows it cannot read whole, naming each in a warning, and never traps.

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 /// A state dir written before the transfers' unused validator columns were dropped: the same
 /// schema and migration records an older host left, with one unfinished transfer in it.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // IDSlots against a plain dictionary: the same values under the same ids, in id order, whatever
 // order they are removed in.

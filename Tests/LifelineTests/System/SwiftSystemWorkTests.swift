@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // System-scheduled work from a Swift plugin: the same rules as Lua's, through PluginContext.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 // The system's scenario steps as a file writes them: each form read, every bad argument refused
 // with the line, and a profile without the API refusing the step before anything runs.

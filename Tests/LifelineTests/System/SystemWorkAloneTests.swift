@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 
 /// `SystemWork` built alone on a virtual clock: the completions it hands out, and what happens
 /// when one is not called in time. No host, no plugin code: handlers are closures subscribed on

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The transfer calls from a Swift plugin, on simulate's scripted network.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // SPEC 5, W1–W5. The watchdog measures real running time (W5), so these tests busy-wait (never

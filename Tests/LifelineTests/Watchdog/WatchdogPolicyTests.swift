@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 /// The watchdog's decisions (W1–W4), driven with plain numbers: no thread, no clock. A token is

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Lifeline
+@testable import LifelineRules
 import LifelineTesting
 
 // The Watchdog type on its own, on a clock the test moves by hand: each deadline is crossed at a

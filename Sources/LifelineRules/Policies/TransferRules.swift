@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 
 // The rules of background transfers, as pure values: they take what happened and the
 // time, and say what to do. The transfer runtime carries them out; tests drive them with plain
@@ -8,7 +9,7 @@ import Foundation
 /// (`<state-dir>/files/<plugin>/`), for transfers and for `PluginFiles` alike. Absolute paths,
 /// `..`, NUL, symbolic links that lead outside the folder, and the names of `PluginFiles`'
 /// temporaries are refused. This checks the name when the call is made; every later step checks
-/// again on the open folder (`TransferFolder`), so a link made in between leads nowhere.
+/// again on the open folder (`PluginFolder`), so a link made in between leads nowhere.
 public struct TransferPath: Equatable, Sendable {
     /// The plugin's files folder.
     public let root: String
@@ -25,6 +26,9 @@ public struct TransferPath: Equatable, Sendable {
     /// Both are checked before anything is made, so a name the system would refuse half-way
     /// (past PATH_MAX) leaves no folders behind.
     public static let maximumLength = 1024, maximumPartLength = 255
+    /// The first characters of the host's temporaries' names. `resolve` refuses names that start
+    /// with them, and the folder's listing leaves them out, so no file a plugin can name is one.
+    public static let temporaryPrefix = ".lifeline-tmp-"
 
     public static func resolve(_ name: String, in root: String) throws(TransferError) -> TransferPath {
         guard !name.isEmpty else { throw TransferError("a file name must not be empty") }
@@ -51,13 +55,13 @@ public struct TransferPath: Equatable, Sendable {
                 "'\(long.prefix(64))…' in '\(name.prefix(64))…' is too long (\(long.utf8.count) bytes); each part of a "
                     + "file name may be at most \(maximumPartLength) bytes")
         }
-        // Every folder a name can make is one the quota's walk reaches (`TransferFolder`).
+        // Every folder a name can make is one the quota's walk reaches (`PluginFolder`).
         guard parts.count <= maximumParts else {
             throw TransferError("'\(name.prefix(64))…' has more than \(maximumParts) parts; a file name may have at most \(maximumParts)")
         }
         // A write's temporary must never share a name with a file the plugin can name.
-        guard !parts.last!.hasPrefix(TransferFolder.temporaryPrefix) else {
-            throw TransferError("'\(name)': names that start with '\(TransferFolder.temporaryPrefix)' are the host's")
+        guard !parts.last!.hasPrefix(Self.temporaryPrefix) else {
+            throw TransferError("'\(name)': names that start with '\(Self.temporaryPrefix)' are the host's")
         }
         let clean = parts.filter { $0 != "." }.joined(separator: "/")
         let path = (root as NSString).appendingPathComponent(clean)
@@ -157,7 +161,7 @@ public struct RetryPolicy: Equatable, Sendable {
         return .retry(after: min(base * (1 - jitter + 2 * jitter * random), maximumDelay))
     }
 
-    static func describe(_ failure: Failure) -> String {
+    package static func describe(_ failure: Failure) -> String {
         switch failure {
         case .connection(let why): return why
         case .status(let code, _): return "the server answered \(code)"
@@ -185,7 +189,7 @@ public enum ResumeRule {
     }
 
     /// A weak ETag (W/"…") cannot validate a byte range (RFC 9110 13.1.5).
-    static func strongValidator(etag: String?) -> String? {
+    package static func strongValidator(etag: String?) -> String? {
         guard let etag, !etag.hasPrefix("W/") else { return nil }
         return etag
     }

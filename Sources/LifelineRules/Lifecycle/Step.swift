@@ -68,7 +68,7 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
 
     /// The actions without an argument, by name: one lookup a line, where comparing the line with
     /// each action's description built eleven strings for every line of a scenario.
-    static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.description, $0) })
+    package static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.description, $0) })
 
     /// The forms of the actions that take an argument, for error messages.
     public static let argumentForms = ["push [JSON]", "run-tasks [refresh|processing|IDENTIFIER]", "charging on|off", "network on|off"]

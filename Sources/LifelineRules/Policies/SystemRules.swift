@@ -48,6 +48,11 @@ public struct PendingSystemTask: Equatable, Sendable {
     public var request: SystemTaskRequest
     /// When it may begin at the soonest, in seconds since the host started.
     public var earliestBegin: Double
+
+    public init(request: SystemTaskRequest, earliestBegin: Double) {
+        self.request = request
+        self.earliestBegin = earliestBegin
+    }
 }
 
 /// What a fetch's or a silent push's completion reports (`UIBackgroundFetchResult`).
@@ -66,25 +71,11 @@ public struct SystemTaskInfo: Equatable, Sendable {
     public var id: Int
     public var identifier: String
     public var kind: SystemTaskKind
-}
 
-/// A plugin's handler for a task identifier, in the form the bridge builds: each call reports its
-/// own outcome.
-public struct SystemTaskHandler {
-    /// Runs the handler with its task.
-    public var run: (SystemTaskInfo) -> CallOutcome
-    /// Calls the task's expiration handler, when it has one.
-    public var expire: (SystemTaskInfo) -> CallOutcome
-    /// The task is over: what was kept for it may go.
-    public var finished: (SystemTaskInfo) -> Void
-
-    public init(
-        run: @escaping (SystemTaskInfo) -> CallOutcome, expire: @escaping (SystemTaskInfo) -> CallOutcome,
-        finished: @escaping (SystemTaskInfo) -> Void = { _ in }
-    ) {
-        self.run = run
-        self.expire = expire
-        self.finished = finished
+    public init(id: Int, identifier: String, kind: SystemTaskKind) {
+        self.id = id
+        self.identifier = identifier
+        self.kind = kind
     }
 }
 

@@ -14,7 +14,7 @@ import Glibc
 /// state dir is a temporary folder in `simulate`, whose report must not depend on it.
 ///
 /// Threading: one thread at a time.
-final class TransferFolder {
+final class PluginFolder {
     let fd: Int32
     /// The folder, relative to the plugin's files folder ("" for the files folder itself).
     let name: String
@@ -31,7 +31,7 @@ final class TransferFolder {
     /// the files folder and the folders on the way are made when missing.
     static func holding(
         _ file: String, in root: String, create: Bool
-    ) throws(TransferError) -> (folder: TransferFolder, leaf: String) {
+    ) throws(TransferError) -> (folder: PluginFolder, leaf: String) {
         // With `missing: nil`, a folder that is not there throws rather than giving nil.
         try locate(file, in: root, create: create, missing: nil)!
     }
@@ -40,7 +40,7 @@ final class TransferFolder {
     /// there (or is a file): then no file of that name exists either.
     static func existing(
         _ file: String, in root: String
-    ) throws(TransferError) -> (folder: TransferFolder, leaf: String)? {
+    ) throws(TransferError) -> (folder: PluginFolder, leaf: String)? {
         try locate(file, in: root, create: false, missing: [ENOENT, ENOTDIR])
     }
 
@@ -57,13 +57,13 @@ final class TransferFolder {
     }
 
     /// The plugin's files folder itself, or nil when it is not there yet.
-    static func root(_ root: String) throws(TransferError) -> TransferFolder? {
+    static func root(_ root: String) throws(TransferError) -> PluginFolder? {
         let top = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard top >= 0 else {
             if errno == ENOENT { return nil }
             throw rootError()
         }
-        return TransferFolder(fd: top, name: "")
+        return PluginFolder(fd: top, name: "")
     }
 
     /// Why the files folder could not be opened, from errno.
@@ -77,7 +77,7 @@ final class TransferFolder {
     /// The walk of `holding` and `existing`: nil when an open fails with an errno in `missing`.
     private static func locate(
         _ file: String, in root: String, create: Bool, missing: Set<Int32>?
-    ) throws(TransferError) -> (folder: TransferFolder, leaf: String)? {
+    ) throws(TransferError) -> (folder: PluginFolder, leaf: String)? {
         var components = file.split(separator: "/").map(String.init)
         guard let leaf = components.popLast() else { throw TransferError("'\(file)' does not name a file") }
         if create { try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
@@ -87,7 +87,7 @@ final class TransferFolder {
             if missing?.contains(errno) == true && errno != ENOTDIR { return nil }
             throw rootError()
         }
-        var folder = TransferFolder(fd: top, name: "")
+        var folder = PluginFolder(fd: top, name: "")
         guard let realRoot = realPath(of: top, named: root) else {
             throw TransferError("cannot tell where the plugin's files folder is: \(errnoText())")
         }
@@ -106,7 +106,7 @@ final class TransferFolder {
                 if missing?.contains(errno) == true { return nil }
                 throw TransferError("cannot open the folder '\(name)': \(errnoText())")
             }
-            folder = TransferFolder(fd: next, name: name)
+            folder = PluginFolder(fd: next, name: name)
             guard let real = realPath(of: next, named: path), real == realRoot || real.hasPrefix(realRoot + "/")
             else { throw TransferError("'\(file)' leads outside the plugin's files folder (through a link)") }
         }
@@ -198,9 +198,8 @@ final class TransferFolder {
         }
     }
 
-    /// The first characters of a temporary's name. `TransferPath.resolve` refuses names that
-    /// start with them, and `files()` leaves them out, so no file a plugin can name is one.
-    static let temporaryPrefix = ".lifeline-tmp-"
+    /// The first characters of a temporary's name (`TransferPath.temporaryPrefix`).
+    static var temporaryPrefix: String { TransferPath.temporaryPrefix }
 
     /// Replaces `leaf` with `bytes` atomically: they go to a temporary in this folder, reach the
     /// disk (fsync), and the temporary is renamed over `leaf`. A failure at any step removes the
@@ -210,7 +209,7 @@ final class TransferFolder {
         var temporary = ""
         var file: Int32 = -1
         for _ in 0..<8 where file < 0 {
-            temporary = TransferFolder.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            temporary = PluginFolder.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             file = open(temporary, O_WRONLY | O_CREAT | O_EXCL)
             if file < 0 && errno != EEXIST { break }
         }
@@ -245,7 +244,7 @@ final class TransferFolder {
     ) -> [(name: String?, size: Int64, isFolder: Bool)]? {
         var found: [(name: String?, size: Int64, isFolder: Bool)] = []
         var budget = nameBytes
-        TransferFolder.walk(
+        PluginFolder.walk(
             dup(fd), prefix: names ? "" : nil, depth: 0, removingTemporaries: removingTemporaries, budget: &budget,
             into: &found)
         return budget < 0 ? nil : found

@@ -2,8 +2,11 @@
 /// what to do. The `Watchdog` thread carries them out; tests drive the policy with plain numbers.
 ///
 /// Times are CLOCK_MONOTONIC nanoseconds. Who runs now is the watchdog's token: one per call
-/// into plugin code, 0 when none runs, with `Watchdog.firedBit` set once the watchdog acted on it.
+/// into plugin code, 0 when none runs, with `Self.firedBit` set once the watchdog acted on it.
 public struct WatchdogPolicy: Sendable {
+    /// Set in a running call's token once the watchdog acted on it.
+    public static let firedBit: UInt64 = 1
+
     /// What the watchdog's thread must do next.
     public enum Action: Equatable, Sendable {
         /// Sleep until this time (nil: until woken).
@@ -42,7 +45,7 @@ public struct WatchdogPolicy: Sendable {
     /// What to do at `now`, with `running` the token of the call running now.
     public mutating func next(now: UInt64, running: UInt64) -> Action {
         if let e = escalation {
-            if running == e.token | Watchdog.firedBit {
+            if running == e.token | Self.firedBit {
                 if now < e.until { return .wait(until: e.until) }
                 escalation = nil
                 return .giveUp(token: e.token)
@@ -54,7 +57,7 @@ public struct WatchdogPolicy: Sendable {
             if now < d { return .wait(until: d) }
             expired = true
         }
-        if running == 0 || running & Watchdog.firedBit != 0 { return .idle }
+        if running == 0 || running & Self.firedBit != 0 { return .idle }
         return .fire(token: running)
     }
 

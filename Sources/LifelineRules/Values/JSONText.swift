@@ -7,13 +7,13 @@
 /// The bytes live in a buffer this owns, written through a pointer: a report of a million events
 /// is a hundred million appends, and an array's per-append checks would cost more than the bytes.
 /// It cannot be copied, so no two writers ever share the buffer.
-struct JSONText: ~Copyable {
+package struct JSONText: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     /// Bytes written so far.
-    private(set) var count = 0
+    package private(set) var count = 0
     private var capacity: Int
 
-    init(capacity: Int = 256) {
+    package init(capacity: Int = 256) {
         self.capacity = max(16, capacity)
         base = .allocate(capacity: self.capacity)
     }
@@ -21,15 +21,15 @@ struct JSONText: ~Copyable {
     deinit { base.deallocate() }
 
     /// The bytes written so far.
-    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: base, count: count))
     }
 
     /// The bytes as a string (they are UTF-8: only valid strings and ASCII go in).
-    var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
+    package var text: String { withBytes { String(decoding: $0, as: UTF8.self) } }
 
     /// Forgets the bytes, keeping the buffer.
-    mutating func removeAll() { count = 0 }
+    package mutating func removeAll() { count = 0 }
 
     /// Room for `n` more bytes at `base + count`.
     @inline(__always) private mutating func reserve(_ n: Int) {
@@ -57,16 +57,16 @@ struct JSONText: ~Copyable {
         count += n
     }
 
-    @inline(__always) mutating func raw(_ s: StaticString) { bytes(s.utf8Start, s.utf8CodeUnitCount) }
+    @inline(__always) package mutating func raw(_ s: StaticString) { bytes(s.utf8Start, s.utf8CodeUnitCount) }
 
-    mutating func newline(indent: Int) {
+    package mutating func newline(indent: Int) {
         reserve(1 + 2 * indent)
         base[count] = UInt8(ascii: "\n")
         (base + count + 1).update(repeating: UInt8(ascii: " "), count: 2 * indent)
         count += 1 + 2 * indent
     }
 
-    mutating func value(_ value: JSONValue, pretty: Bool, indent: Int) {
+    package mutating func value(_ value: JSONValue, pretty: Bool, indent: Int) {
         switch value {
         case .null: raw("null")
         case .bool(let b): if b { raw("true") } else { raw("false") }
@@ -99,12 +99,12 @@ struct JSONText: ~Copyable {
     }
 
     /// `"key": ` (pretty) or `"key":`.
-    mutating func key(_ key: String, pretty: Bool) {
+    package mutating func key(_ key: String, pretty: Bool) {
         string(key)
         if pretty { raw(": ") } else { raw(":") }
     }
 
-    mutating func integer(_ i: Int64) {
+    package mutating func integer(_ i: Int64) {
         if i < 0 { byte(UInt8(ascii: "-")) }
         digits(i.magnitude)
     }
@@ -146,7 +146,7 @@ struct JSONText: ~Copyable {
         """
 
     /// Milliseconds as seconds with no trailing zeros: `27`, `2.5`, `0.001` (`ReportNumber`).
-    mutating func seconds(milliseconds ms: Int64) {
+    package mutating func seconds(milliseconds ms: Int64) {
         if ms < 0 { byte(UInt8(ascii: "-")) }
         digits(ms.magnitude / 1000)
         let frac = ms.magnitude % 1000
@@ -175,7 +175,7 @@ struct JSONText: ~Copyable {
     }
 
     /// `s` quoted, with `"`, `\` and the control characters escaped.
-    mutating func string(_ s: String) {
+    package mutating func string(_ s: String) {
         // A native string lends its bytes without a copy; only another kind is made native.
         if s.utf8.withContiguousStorageIfAvailable({ quoted($0) }) == nil {
             var s = s
@@ -184,7 +184,7 @@ struct JSONText: ~Copyable {
     }
 
     /// `utf8`, which is valid UTF-8, quoted and escaped as `string` does.
-    mutating func string(bytes utf8: UnsafeBufferPointer<UInt8>) { quoted(utf8) }
+    package mutating func string(bytes utf8: UnsafeBufferPointer<UInt8>) { quoted(utf8) }
 
     /// The common case first: the bytes checked eight at a time for one that needs an escape, then
     /// copied whole; only a string that has one is written byte by byte.
@@ -260,7 +260,7 @@ struct JSONText: ~Copyable {
 }
 
 extension JSONValue {
-    var isScalar: Bool {
+    package var isScalar: Bool {
         switch self {
         case .array, .object: return false
         default: return true

@@ -24,7 +24,7 @@ package struct IDSlots<Value> {
     /// The values that are not holes.
     package private(set) var count = 0
     /// The slots in use, holes included.
-    var slotCount: Int { slots.count - head }
+    package var slotCount: Int { slots.count - head }
 
     /// Adds `value` under `id`, which must be greater than every id added before.
     @_specialize(exported: true, where Value == AnyObject)
@@ -36,7 +36,7 @@ package struct IDSlots<Value> {
 
     /// Adds `value` under `id`, which no value has; in id order, wherever it falls (an append when
     /// `id` is the greatest).
-    mutating func insert(_ id: Int, _ value: Value) {
+    package mutating func insert(_ id: Int, _ value: Value) {
         guard slots.count > head, slots[slots.count - 1].id > id else { return append(id, value) }
         var low = head, high = slots.count
         while low < high {
@@ -49,7 +49,7 @@ package struct IDSlots<Value> {
     }
 
     /// The value under `id`, if it is there.
-    subscript(id: Int) -> Value? { value(id) }
+    package subscript(id: Int) -> Value? { value(id) }
 
     /// The value under `id`, if it is there.
     @_specialize(exported: true, where Value == AnyObject)
@@ -59,7 +59,7 @@ package struct IDSlots<Value> {
     }
 
     /// Whether a value is under `id`.
-    func contains(_ id: Int) -> Bool {
+    package func contains(_ id: Int) -> Bool {
         guard let index = index(of: id) else { return false }
         return !isHole(index)
     }
@@ -90,24 +90,24 @@ package struct IDSlots<Value> {
     }
 
     /// Changes the value under `id` in place, if it is there; returns what `change` returns.
-    mutating func update<R>(_ id: Int, _ change: (inout Value) -> R) -> R? {
+    package mutating func update<R>(_ id: Int, _ change: (inout Value) -> R) -> R? {
         guard let index = index(of: id), !isHole(index) else { return nil }
         return change(&slots[index].value!)
     }
 
     /// Changes every value in place, in id order.
-    mutating func updateAll(_ change: (inout Value) -> Void) {
+    package mutating func updateAll(_ change: (inout Value) -> Void) {
         for index in head..<slots.count where !isHole(index) { change(&slots[index].value!) }
     }
 
     /// The values, in id order.
-    var values: [Value] { slots[head...].compactMap(\.value) }
+    package var values: [Value] { slots[head...].compactMap(\.value) }
 
     /// The ids and values, in id order.
-    var entries: [(id: Int, value: Value)] { slots[head...].compactMap { slot in slot.value.map { (slot.id, $0) } } }
+    package var entries: [(id: Int, value: Value)] { slots[head...].compactMap { slot in slot.value.map { (slot.id, $0) } } }
 
     /// Whether any value satisfies `test`.
-    func contains(where test: (Value) -> Bool) -> Bool {
+    package func contains(where test: (Value) -> Bool) -> Bool {
         (head..<slots.count).contains { index in
             switch slots[index].value {
             case .none: false

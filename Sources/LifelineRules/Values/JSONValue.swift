@@ -38,7 +38,7 @@ public enum ReportNumber {
         milliseconds(Int64(saturating: seconds * 1000))
     }
 
-    static func milliseconds(_ ms: Int64) -> String {
+    package static func milliseconds(_ ms: Int64) -> String {
         var text = JSONText()
         text.seconds(milliseconds: ms)
         return text.text

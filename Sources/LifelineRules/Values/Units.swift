@@ -6,13 +6,13 @@ public enum Units {
 
     /// The soonest a timer fires: 1 ms, the clock's resolution. A loop of zero-delay timers still
     /// moves virtual time on, so `--until` can end it.
-    static let clockResolution = 0.001
+    public static let clockResolution = 0.001
 
     /// A delay as the clock takes it: never below its resolution, and NaN as none.
-    static func clockDelay(_ seconds: Double) -> Double { max(clockResolution, seconds.isNaN ? 0 : seconds) }
+    public static func clockDelay(_ seconds: Double) -> Double { max(clockResolution, seconds.isNaN ? 0 : seconds) }
 
     /// The latest time a scenario can name: 100 years, well inside what `HostTime` holds.
-    static let maximumSeconds: Double = 100 * 365 * 24 * 3600
+    public static let maximumSeconds: Double = 100 * 365 * 24 * 3600
 
     /// The units of a duration, largest first, with their length in seconds.
     private static let durationUnits: [(name: Substring, seconds: Double)] = [
@@ -93,7 +93,7 @@ public enum Units {
 
     /// The units of a byte count: binary ones because that is how memory is sized; decimal ones
     /// because people write them anyway.
-    static let byteUnits: [String: Int] = [
+    public static let byteUnits: [String: Int] = [
         "": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
         "KB": 1_000, "MB": 1_000_000, "GB": 1_000_000_000,
     ]

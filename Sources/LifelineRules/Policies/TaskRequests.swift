@@ -2,22 +2,34 @@
 /// limits, the replacement of a request under the same identifier, and which request may run
 /// when. It takes the time and the device's conditions, and calls nothing out; `SystemWork` does
 /// what it decides.
-struct TaskRequests {
-    struct Request: Equatable {
-        var plugin: String
-        var request: SystemTaskRequest
-        var earliest: HostTime
+package struct TaskRequests {
+    package struct Request: Equatable {
+        package var plugin: String
+        package var request: SystemTaskRequest
+        package var earliest: HostTime
         /// When it was submitted: it runs one clock tick later at the soonest.
-        var submitted: HostTime
+        package var submitted: HostTime
         /// A `run-tasks` step picked it: it runs once its conditions hold, whatever the policy.
-        var forced = false
+        package var forced = false
         /// Why it was last held back, as the report was told (`taskDeferred`); nil since it was
         /// submitted, or since it was last found ready.
-        var deferral: Deferral?
+        package var deferral: Deferral?
+
+        package init(
+            plugin: String, request: SystemTaskRequest, earliest: HostTime, submitted: HostTime, forced: Bool = false,
+            deferral: Deferral? = nil
+        ) {
+            self.plugin = plugin
+            self.request = request
+            self.earliest = earliest
+            self.submitted = submitted
+            self.forced = forced
+            self.deferral = deferral
+        }
     }
 
     /// Why a request was evaluated and not started: the report's `taskDeferred` reasons.
-    enum Deferral: String, CaseIterable {
+    package enum Deferral: String, CaseIterable {
         /// Its earliestBegin has not come.
         case earliestBegin
         /// The policy holds it: `delay:` after its earliestBegin, or `manual` until a `run-tasks`.
@@ -33,25 +45,32 @@ struct TaskRequests {
     }
 
     /// A request held back for a reason other than the one the report was last told.
-    struct Deferred {
-        var request: Request
-        var reason: Deferral
+    package struct Deferred {
+        package var request: Request
+        package var reason: Deferral
         /// When the time holds it (`earliestBegin`, a `delay:` policy): when it falls due.
-        var until: HostTime?
+        package var until: HostTime?
     }
 
     /// What may stop a due request from starting now.
-    struct Conditions {
-        var foreground: Bool
-        var userQuit: Bool
-        var networkAvailable: Bool
-        var charging: Bool
+    package struct Conditions {
+        package var foreground: Bool
+        package var userQuit: Bool
+        package var networkAvailable: Bool
+        package var charging: Bool
 
-        func allow(_ r: Request) -> Bool { holdBack(r) == nil }
+        package init(foreground: Bool, userQuit: Bool, networkAvailable: Bool, charging: Bool) {
+            self.foreground = foreground
+            self.userQuit = userQuit
+            self.networkAvailable = networkAvailable
+            self.charging = charging
+        }
+
+        package func allow(_ r: Request) -> Bool { holdBack(r) == nil }
 
         /// What holds `r` back, if anything: its own requirements first, as they outlast the app's
         /// state, then the app's.
-        func holdBack(_ r: Request) -> Deferral? {
+        package func holdBack(_ r: Request) -> Deferral? {
             if r.request.requiresNetwork && !networkAvailable { return .requiresNetworkConnectivity }
             if r.request.requiresPower && !charging { return .requiresExternalPower }
             if foreground { return .appInForeground }
@@ -61,17 +80,19 @@ struct TaskRequests {
     }
 
     /// In the order they were submitted (a replaced one keeps its place).
-    private(set) var all: [Request] = []
+    package private(set) var all: [Request] = []
 
-    var isEmpty: Bool { all.isEmpty }
+    package init() {}
+
+    package var isEmpty: Bool { all.isEmpty }
 
     /// Adds a request kept from an earlier host, in its order.
-    mutating func restore(_ r: Request) { all.append(r) }
+    package mutating func restore(_ r: Request) { all.append(r) }
 
     /// Adds `request` for `plugin` at `now`, replacing one under the same identifier; otherwise the
     /// plugin may have `SystemTaskRequest.pendingLimit` of its kind pending. Returns the entry and
     /// whether it replaced one.
-    mutating func submit(
+    package mutating func submit(
         _ request: SystemTaskRequest, plugin: String, now: HostTime
     ) throws(SystemTaskError) -> (entry: Request, replaced: Bool) {
         guard request.earliestBegin.isFinite, request.earliestBegin >= 0,
@@ -94,7 +115,7 @@ struct TaskRequests {
     }
 
     /// Removes the plugin's request for `identifier`, if one is pending.
-    mutating func cancel(plugin: String, identifier: String) -> Request? {
+    package mutating func cancel(plugin: String, identifier: String) -> Request? {
         guard let i = all.firstIndex(where: { $0.plugin == plugin && $0.request.identifier == identifier }) else {
             return nil
         }
@@ -102,7 +123,7 @@ struct TaskRequests {
     }
 
     /// Makes the requests `filter` picks due now, whatever the policy; returns how many.
-    mutating func force(_ filter: TaskFilter) -> Int {
+    package mutating func force(_ filter: TaskFilter) -> Int {
         var picked = 0
         for i in all.indices where filter.matches(kind: all[i].request.kind, identifier: all[i].request.identifier) {
             all[i].forced = true
@@ -115,7 +136,7 @@ struct TaskRequests {
     /// start it. Never at the instant it was submitted: a handler that submits its own identifier
     /// again with no delay still moves virtual time on, as a zero-delay timer does, so `--until`
     /// ends the loop.
-    static func due(_ r: Request, now: HostTime, policy: TaskPolicy) -> HostTime? {
+    package static func due(_ r: Request, now: HostTime, policy: TaskPolicy) -> HostTime? {
         let soonest = r.submitted.adding(seconds: Units.clockResolution)
         if r.forced { return max(now, soonest) }
         switch policy {
@@ -136,7 +157,7 @@ struct TaskRequests {
     ///
     /// `now` is one reading of the clock: on the real clock a second reading is later, and a
     /// request due "now" would then never be due.
-    mutating func takeReady(
+    package mutating func takeReady(
         now: HostTime, policy: TaskPolicy, conditions: Conditions
     ) -> (ready: Request?, more: Bool, next: HostTime?, deferred: [Deferred]) {
         var ready: Int?
