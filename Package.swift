@@ -105,6 +105,9 @@ let package = Package(
                 // GRDB: a migration test writes an older host's state database by hand.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
+        // The rules' own tests: they build against the rules alone, which shows the rules stand
+        // without the core.
+        .testTarget(name: "LifelineRulesTests", dependencies: ["LifelineRules"]),
         .testTarget(
             name: "LifelineLuaTests",
             dependencies: [

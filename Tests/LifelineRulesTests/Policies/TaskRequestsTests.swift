@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Lifeline
 @testable import LifelineRules
 
 // The pending task requests' rules as a pure value: times and conditions in, decisions out.

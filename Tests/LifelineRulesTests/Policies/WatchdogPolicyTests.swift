@@ -1,15 +1,13 @@
 import Testing
 
-@testable import Lifeline
 @testable import LifelineRules
-import LifelineTesting
 
 /// The watchdog's decisions (W1–W4), driven with plain numbers: no thread, no clock. A token is
-/// a call's number in its upper bits and its plugin's slot below; `Watchdog.firedBit` marks a call
+/// a call's number in its upper bits and its plugin's slot below; `WatchdogPolicy.firedBit` marks a call
 /// the watchdog acted on.
 @Suite struct WatchdogPolicyTests {
     private let a: UInt64 = 1 << 32 | 2, b: UInt64 = 2 << 32 | 4
-    private let fired = Watchdog.firedBit
+    private let fired = WatchdogPolicy.firedBit
 
     private func next(_ policy: inout WatchdogPolicy, _ now: UInt64, _ running: UInt64) -> WatchdogPolicy.Action {
         policy.next(now: now, running: running)

@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Lifeline
 @testable import LifelineRules
 
 // The units every room reads: durations, byte counts and the clock's resolution. The scenario

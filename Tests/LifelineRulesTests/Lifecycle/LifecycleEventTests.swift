@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Lifeline
 @testable import LifelineRules
 
 // The ordinals are written out as switches, so dispatch reads them with a jump; these tests hold

@@ -1,8 +1,6 @@
 import Testing
 
-@testable import Lifeline
 @testable import LifelineRules
-import LifelineTesting
 
 // SPEC 4, T1–T8, on the pure TaskRegistry: plain numbers in, decisions out.
 
