@@ -9,6 +9,13 @@ public struct TaskRegistry: Sendable {
         public var name: String?
         /// Whether `taskExpiring` was signalled for it in this background period.
         public var expiring: Bool
+
+        @inlinable public init(id: Int, plugin: String, name: String?, expiring: Bool) {
+            self.id = id
+            self.plugin = plugin
+            self.name = name
+            self.expiring = expiring
+        }
     }
 
     /// The budget of one stay in the background (T2).
@@ -40,13 +47,15 @@ public struct TaskRegistry: Sendable {
         case unknown
     }
 
-    private let taskLimit: Int
+    // Inlinable where every task's begin and end passes, as the core calls them across the
+    // module boundary; the rest is called a few times a run.
+    @usableFromInline let taskLimit: Int
     /// The next id. Ids are unique for the host's life and never reused (T1).
-    private var nextID = 1
+    @usableFromInline var nextID = 1
     /// The active tasks, by id: the order they began.
-    private var slots = IDSlots<Task>()
+    @usableFromInline var slots = IDSlots<Task>()
     /// How many tasks are active.
-    public var activeCount: Int { slots.count }
+    @inlinable public var activeCount: Int { slots.count }
     /// Active tasks in the order they began.
     public var active: [Task] { slots.values }
     /// The current stay in the background, if the app is in the background.
@@ -55,7 +64,7 @@ public struct TaskRegistry: Sendable {
     public init(taskLimit: Int) { self.taskLimit = taskLimit }
 
     /// T1, T3, T8: begins a task.
-    public mutating func begin(plugin: String, name: String?) -> BeginDecision {
+    @inlinable public mutating func begin(plugin: String, name: String?) -> BeginDecision {
         if activeCount >= taskLimit { return .limitExceeded(limit: taskLimit) }
         let id = nextID
         nextID += 1
@@ -65,16 +74,16 @@ public struct TaskRegistry: Sendable {
     }
 
     /// T6: ends a task, or says it is unknown.
-    public mutating func end(id: Int) -> EndDecision {
+    @inlinable public mutating func end(id: Int) -> EndDecision {
         guard let task = slots.remove(id) else { return .unknown }
         return .ended(task, expired: task.expiring)
     }
 
     /// Whether task `id` is active.
-    public func isActive(_ id: Int) -> Bool { slots.contains(id) }
+    @inlinable public func isActive(_ id: Int) -> Bool { slots.contains(id) }
 
     /// The active task `id`, or nil.
-    public func task(id: Int) -> Task? { slots.value(id) }
+    @inlinable public func task(id: Int) -> Task? { slots.value(id) }
 
     /// Whether an active task has had its expiration signalled.
     public var anyExpiring: Bool { slots.contains { $0.expiring } }

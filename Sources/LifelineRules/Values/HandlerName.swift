@@ -6,7 +6,9 @@
 /// So a name made of a kind and a number or a name is kept as its parts, and written out only when
 /// read: making the text each time cost more than the rest of a slice's window.
 public struct HandlerName: Sendable, Equatable, ExpressibleByStringLiteral, CustomStringConvertible {
-    private enum Form: Sendable, Equatable {
+    // Inlinable where a name is made, on every window: the core makes them across the module
+    // boundary.
+    @usableFromInline enum Form: Sendable, Equatable {
         case text(String)
         /// "background task 12"
         case numbered(String, Int)
@@ -14,17 +16,17 @@ public struct HandlerName: Sendable, Equatable, ExpressibleByStringLiteral, Cust
         case named(String, String)
     }
 
-    private let form: Form
+    @usableFromInline let form: Form
 
-    public init(_ text: String) { form = .text(text) }
-    public init(stringLiteral text: String) { form = .text(text) }
+    @inlinable public init(_ text: String) { form = .text(text) }
+    @inlinable public init(stringLiteral text: String) { form = .text(text) }
 
     /// `kind number`: "operation 3".
-    public static func numbered(_ kind: String, _ number: Int) -> HandlerName { HandlerName(form: .numbered(kind, number)) }
+    @inlinable public static func numbered(_ kind: String, _ number: Int) -> HandlerName { HandlerName(form: .numbered(kind, number)) }
     /// `kind 'name'`: "operation 'upload'".
-    public static func named(_ kind: String, _ name: String) -> HandlerName { HandlerName(form: .named(kind, name)) }
+    @inlinable public static func named(_ kind: String, _ name: String) -> HandlerName { HandlerName(form: .named(kind, name)) }
 
-    private init(form: Form) { self.form = form }
+    @inlinable init(form: Form) { self.form = form }
 
     public var description: String {
         switch form {
