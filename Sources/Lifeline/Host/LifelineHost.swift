@@ -65,7 +65,11 @@ public final class LifelineHost: HostRequestHandler {
             session: session, caller: caller, subscriptions: subscriptions, tasks: tasks,
             timers: TimerTable(session: session, caller: caller),
             waits: WaitTable(session: session, transport: configuration.transport),
-            stores: StoreRegistry(database: configuration.database, plugins: descriptors),
+            stores: StoreRegistry(
+                database: configuration.database,
+                quotas: Dictionary(
+                    descriptors.map { ($0.name, StoreRegistry.Quotas(store: $0.storeQuota, files: $0.filesQuota)) },
+                    uniquingKeysWith: { first, _ in first })),
             queues: QueueRegistry(session: session, caller: caller, tasks: tasks),
             transfers: TransferEvents(session: session, subscriptions: subscriptions, caller: caller, system: system),
             slices: SwiftSlices(session: session, caller: caller),

@@ -198,3 +198,15 @@ final class TaskRuntime {
         session.request(.terminate(.budgetRanOut(tasks: tasks.active, time: session.now)))
     }
 }
+
+/// Code that runs under a background task it did not begin: a Lua work under a task its plugin
+/// holds (`lifeline.background({task = id}, fn)`). The host tells it when the task expires (before
+/// the task's own expiration handler runs) and when the task ends, whoever ends it.
+///
+/// Threading: main executor only.
+package protocol TaskWatcher: AnyObject {
+    /// The task's expiration was signalled (SPEC T3).
+    func taskExpiring()
+    /// The task ended.
+    func taskEnded()
+}

@@ -4,13 +4,20 @@
 /// Threading: main executor only.
 final class StoreRegistry {
     private let database: StateDatabase?
-    private let plugins: [PluginDescriptor]
+    /// Each plugin's quotas (plugin.toml's `[limits]`), by name; nil: the default.
+    private let quotas: [String: Quotas]
     private var stores: [String: PluginStore] = [:]
     private var files: [String: PluginFiles] = [:]
 
-    init(database: StateDatabase?, plugins: [PluginDescriptor]) {
+    /// What a plugin's store and files may hold, in bytes.
+    struct Quotas {
+        var store: Int?
+        var files: Int?
+    }
+
+    init(database: StateDatabase?, quotas: [String: Quotas]) {
         self.database = database
-        self.plugins = plugins
+        self.quotas = quotas
     }
 
     /// The plugin's store; throws when the host has no state dir.
@@ -19,7 +26,7 @@ final class StoreRegistry {
         guard let database else {
             throw StoreError("the host was started without a state dir, so there is no store")
         }
-        let quota = plugins.first { $0.name == plugin }?.storeQuota ?? PluginStore.defaultQuota
+        let quota = quotas[plugin]?.store ?? PluginStore.defaultQuota
         let store = PluginStore(plugin: plugin, quota: quota, database: database)
         stores[plugin] = store
         return store
@@ -31,7 +38,7 @@ final class StoreRegistry {
         guard let database else {
             throw FileError("the host was started without a state dir, so there are no files")
         }
-        let quota = plugins.first { $0.name == plugin }?.filesQuota ?? PluginFiles.defaultQuota
+        let quota = quotas[plugin]?.files ?? PluginFiles.defaultQuota
         let made = PluginFiles(plugin: plugin, root: database.filesRoot + "/" + plugin, quota: quota)
         files[plugin] = made
         return made
