@@ -31,9 +31,8 @@ public final class LifelineHost: HostRequestHandler {
     public let logger: Logger
     private let configuration: HostConfiguration
     private let descriptors: [PluginDescriptor]
-    /// A pure value: its methods call nothing out, so no access to it can overlap another, and the
-    /// runtime's check, made after every job, is skipped.
-    @exclusivity(unchecked) private var lifecycle = Lifecycle()
+    /// The lifecycle's state machine, a pure value.
+    private var lifecycle = Lifecycle()
     /// This launch: what the components read.
     private let session: AppSession
     /// What each plugin's context reaches.

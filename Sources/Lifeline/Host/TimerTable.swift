@@ -5,9 +5,8 @@
 final class TimerTable {
     private let session: AppSession
     private let caller: GuardedCaller
-    /// Touched by every timer; no access to it calls out (the loops go over copies), so the
-    /// runtime's exclusivity check is skipped.
-    @exclusivity(unchecked) private var timers = IDSlots<(plugin: Int, job: MainExecutor.JobID)>()
+    /// The timers that have not fired, by id.
+    private var timers = IDSlots<(plugin: Int, job: MainExecutor.JobID)>()
     private var nextID = 1
 
     init(session: AppSession, caller: GuardedCaller) {

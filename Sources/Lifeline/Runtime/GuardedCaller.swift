@@ -95,11 +95,20 @@ final class GuardedCaller {
     /// Calls plugin code under the watchdog and carries out what happened: a plugin error is
     /// recorded, an overrun or a stop terminates the app.
     func call(_ index: Int, in window: Window, _ body: () -> CallOutcome) {
-        // Only the ref is kept: the body may end the app, which drops the plugins, and this runs
-        // for every handler.
-        let ref = session.plugins[index].ref
         let (outcome, fired) = callUnchecked(index, in: window, body)
-        switch settle(outcome, fired: fired) {
+        let settled = settle(outcome, fired: fired)
+        // The plugin is read from the roster only when something is to be recorded: a copy of its
+        // ref for every call cost a retain and a release of its name. Plugin code cannot end the
+        // app but by a rule, which `settle` has carried out; a roster emptied meanwhile all the
+        // same has no one left to record against.
+        if case .ok = settled { return }
+        guard session.plugins.indices.contains(index) else { return }
+        record(settled, of: session.plugins[index].ref, in: window)
+    }
+
+    /// Records what went wrong in a call of `ref`'s plugin.
+    private func record(_ settled: Settled, of ref: PluginRef, in window: Window) {
+        switch settled {
         case .ok, .terminated:
             return
         case .raised(let message, let traceback):
