@@ -64,8 +64,7 @@ final class GuardedCaller {
             // The main executor is stuck in the Swift code that overran: the verdict is written
             // from here, through the same one place as every other termination, and the app ends
             // on the main executor once that code returns (`settle`).
-            let termination = Termination.watchdog(
-                plugin: target.plugin, handler: target.handler, limit: target.limit, time: target.time, traceback: nil)
+            let termination = Termination.watchdog(target, traceback: nil)
             terminations.write(termination, watchdog: target)
             fatal?(.terminated(termination, recorder))
         }
@@ -122,9 +121,7 @@ final class GuardedCaller {
             let target = WatchdogTarget(
                 plugin: plugin, handler: window.handler.description, limit: window.limit, preemptor: nil,
                 time: session.now)
-            let termination = Termination.watchdog(
-                plugin: plugin, handler: target.handler, limit: target.limit, time: target.time, traceback: traceback)
-            session.request(.terminate(termination, watchdog: target))
+            session.request(.terminate(.watchdog(target, traceback: traceback), watchdog: target))
         }
     }
 

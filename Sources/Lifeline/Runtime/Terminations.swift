@@ -28,3 +28,11 @@ struct Terminations: Sendable {
         return true
     }
 }
+
+extension Termination {
+    /// The watchdog's termination of the code `target` names: the watchdog's thread and the host
+    /// both build it so.
+    static func watchdog(_ target: WatchdogTarget, traceback: String?) -> Termination {
+        .watchdog(plugin: target.plugin, handler: target.handler, limit: target.limit, time: target.time, traceback: traceback)
+    }
+}

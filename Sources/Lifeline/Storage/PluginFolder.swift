@@ -198,8 +198,6 @@ final class PluginFolder {
         }
     }
 
-    /// The first characters of a temporary's name (`TransferPath.temporaryPrefix`).
-    static var temporaryPrefix: String { TransferPath.temporaryPrefix }
 
     /// Replaces `leaf` with `bytes` atomically: they go to a temporary in this folder, reach the
     /// disk (fsync), and the temporary is renamed over `leaf`. A failure at any step removes the
@@ -209,7 +207,7 @@ final class PluginFolder {
         var temporary = ""
         var file: Int32 = -1
         for _ in 0..<8 where file < 0 {
-            temporary = PluginFolder.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            temporary = TransferPath.temporaryPrefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             file = open(temporary, O_WRONLY | O_CREAT | O_EXCL)
             if file < 0 && errno != EEXIST { break }
         }
@@ -275,7 +273,7 @@ final class PluginFolder {
             let name = prefix.flatMap { p in leaf.map { p.isEmpty ? $0 : p + "/" + $0 } }
             switch st.st_mode & S_IFMT {
             case S_IFREG:
-                if removingTemporaries, leaf?.hasPrefix(temporaryPrefix) == true {
+                if removingTemporaries, leaf?.hasPrefix(TransferPath.temporaryPrefix) == true {
                     unlinkat(dirfd(dir), cName, 0)
                     continue
                 }

@@ -66,13 +66,11 @@ public struct WatchdogTarget: Sendable {
 /// Threading: `register`, `open`, `enter` and `leave` from the main executor; the thread acts on
 /// its own.
 public final class Watchdog: @unchecked Sendable {
-    /// Set in a running call's token once the watchdog acted on it (the policy's).
-    public static var firedBit: UInt64 { WatchdogPolicy.firedBit }
 
     private let waiter = WatchdogWaiter()
     private let clock: any WatchdogClock
     /// The token of the call running now, 0 when none: `(call number << 32) | (slot + 1) << 1`,
-    /// with `firedBit` once the watchdog acted on it.
+    /// with `WatchdogPolicy.firedBit` once the watchdog acted on it.
     private let running = Atomic<UInt64>(0)
     /// Whether the open window's deadline passed with no call running: the next call to enter
     /// wakes the thread, which acts on it at once.
@@ -161,7 +159,7 @@ public final class Watchdog: @unchecked Sendable {
     /// - Returns: whether the watchdog acted on the call: its window's deadline passed while it ran.
     public func leave() -> Bool {
         let token = running.exchange(0, ordering: .sequentiallyConsistent)
-        guard token & Self.firedBit != 0 else { return false }
+        guard token & WatchdogPolicy.firedBit != 0 else { return false }
         // The thread claimed the call and acts on it under the lock: wait until it has, so that
         // the stop it asked for can be cleared after this returns.
         waiter.condition.withLock {}
@@ -179,11 +177,11 @@ public final class Watchdog: @unchecked Sendable {
             case .idle:
                 expired.store(true, ordering: .sequentiallyConsistent)
                 let token = running.load(ordering: .sequentiallyConsistent)
-                if token != 0 && token & Self.firedBit == 0 { continue }  // a call entered meanwhile
+                if token != 0 && token & WatchdogPolicy.firedBit == 0 { continue }  // a call entered meanwhile
                 sleep(until: nil)
             case .fire(let token):
                 guard running.compareExchange(
-                    expected: token, desired: token | Self.firedBit, ordering: .sequentiallyConsistent
+                    expected: token, desired: token | WatchdogPolicy.firedBit, ordering: .sequentiallyConsistent
                 ).exchanged else { continue }  // it left meanwhile
                 // Gone only if the app ended from inside the call: nothing is left to stop.
                 guard let subject = subject(token) else { continue }

@@ -1,5 +1,4 @@
 import LifelineTesting
-import Logging
 
 @testable import Lifeline
 @testable import LifelineRules

@@ -67,7 +67,7 @@ private func message(_ body: () throws -> Void) -> String? {
         for name in ["b", "a/z", "B", "a/b", "é", "c.txt"] { try files.write(name, [1]) }
         try FileManager.default.createDirectory(atPath: dir + "/files/p/empty", withIntermediateDirectories: true)
         // A temporary left over by a write that never finished (the host stopped mid-write).
-        let stale = dir + "/files/p/a/" + PluginFolder.temporaryPrefix + "x"
+        let stale = dir + "/files/p/a/" + TransferPath.temporaryPrefix + "x"
         FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3]))
         #expect(try files.list() == ["B", "a/b", "a/z", "b", "c.txt", "é"])
         // It is not the plugin's: the walk removed it, and it does not count.
@@ -117,7 +117,7 @@ private func message(_ body: () throws -> Void) -> String? {
 @Test(arguments: [
     ("/etc/passwd", "is an absolute path"), ("../q/x", "'..' is not allowed"), ("a/../../x", "'..' is not allowed"),
     ("", "must not be empty"), ("a\0b", "must not contain NUL"), (".", "does not name a file"),
-    (PluginFolder.temporaryPrefix + "1", "are the host's"),
+    (TransferPath.temporaryPrefix + "1", "are the host's"),
 ])
 func pluginFiles_namesThatLeaveTheFolder_areRefusedByEveryCall(_ name: String, _ expected: String) throws {
     try withFiles { files, dir in
