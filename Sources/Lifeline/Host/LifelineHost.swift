@@ -34,9 +34,9 @@ public final class LifelineHost: HostRequestHandler {
     /// The lifecycle's state machine, a pure value.
     private var lifecycle = Lifecycle()
     /// This launch: what the components read.
-    private let session: AppSession
+    let session: AppSession
     /// What each plugin's context reaches.
-    private let parts: HostParts
+    let parts: HostParts
     /// This launch's plugins' contexts, by slot: their Swift tasks are cancelled when the app ends.
     private var contexts: [PluginContext] = []
 

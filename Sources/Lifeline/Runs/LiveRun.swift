@@ -134,6 +134,13 @@ public final class LiveRun: @unchecked Sendable {
         return recorder
     }
 
+    /// Runs `body` with the host on the main executor, between two jobs, from any thread: how
+    /// observers outside the host (the metrics page, the service manager's watchdog) read it
+    /// without touching it from their own threads. Not run once the run has ended.
+    public func onMainExecutor(_ body: @escaping @Sendable (LifelineHost) -> Void) {
+        clock.post { [self] in if let host { body(host) } }
+    }
+
     /// Asks for `step` from any thread, as a signal does (without the echo). A step the app's
     /// state does not allow is logged and ignored.
     public func post(_ step: Step) {
