@@ -49,20 +49,8 @@ enum Terminal {
         return 100
     }
 
-    /// Text that may hold a plugin's words, made harmless for a terminal: a control character
-    /// (ESC and the rest of C0 but tab and line feed, DEL, C1) shows as `\u{1B}` rather than
-    /// acting, so a plugin cannot recolour, retitle or rewrite the operator's screen; each line
-    /// break is followed by `indent`, so a plugin's second line never passes for one of the host's.
-    static func safe(_ text: String, indent: String = "") -> String {
-        text.replacingScalars { scalar in
-            let v = scalar.value
-            if scalar == "\n" { return "\n" + indent }
-            if (v < 0x20 && scalar != "\t") || (v >= 0x7F && v < 0xA0) {
-                return "\\u{" + String(v, radix: 16, uppercase: true) + "}"
-            }
-            return nil
-        }
-    }
+    /// Text that may hold a plugin's words, made harmless for a terminal (`TerminalText.safe`).
+    static func safe(_ text: String, indent: String = "") -> String { TerminalText.safe(text, indent: indent) }
 
     /// Colour only on a terminal, and never when NO_COLOR is set (no-color.org).
     static func colours(_ fd: Int32) -> Bool {

@@ -68,6 +68,7 @@ struct PluginOptions: ParsableArguments {
             descriptor.storeQuota = request.manifest.storeQuota
             descriptor.filesQuota = request.manifest.filesQuota
             descriptor.taskIdentifiers = request.manifest.taskIdentifiers
+            descriptor.fingerprint = PluginFingerprint.of(folder: (plugins as NSString).appendingPathComponent(request.folder))
             all.append((request.folder, descriptor))
         }
         var seen: Set<String> = []

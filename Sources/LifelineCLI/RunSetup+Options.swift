@@ -13,5 +13,7 @@ extension RunSetup {
         self.reportPath = reportPath
         isDrawn = pictures.any
         taskPolicy = profileOptions.policy
+        // A reload reads the folder again as it is then, with the same options and scenario.
+        reloadPlugins = { () throws(LifelineError) in try pluginOptions.descriptors(for: scenario) }
     }
 }

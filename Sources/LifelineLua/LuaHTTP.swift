@@ -10,6 +10,7 @@ extension LuaModule {
     static let httpRequest: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.http.request"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         guard lua_type(L, 1) == LUA_TTABLE else { return typeError(L, 1, fname, "table") }
         // Raw reads only: a metamethod could raise through this Swift frame.
         func field(_ key: String) -> Int32 {

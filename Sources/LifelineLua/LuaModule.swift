@@ -86,6 +86,15 @@ enum LuaModule {
         return context
     }
 
+    /// Raises for a call that would start new work while a reload unloads the plugin's
+    /// generation, as OpenResty answers "process exiting": its tasks may still end, and nothing
+    /// new may begin. One flag's read; nil when the call may go on.
+    @inline(__always)
+    static func refuseWhileUnloading(_ L: OpaquePointer, _ fname: String) -> Int32? {
+        guard withPlugin(L, { $0.isUnloading }) else { return nil }
+        return raise(L, fname, PluginContext.unloadingMessage)
+    }
+
     /// Pushes "`fname`: `message`", where the Lua code called, for the trampoline to raise: the
     /// form of every refusal a module function reports (a store over its quota, a refused name).
     static func raise(_ L: OpaquePointer, _ fname: String, _ message: String) -> Int32 {
@@ -136,6 +145,7 @@ enum LuaModule {
     static let on: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.on"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         guard lua_type(L, 1) == LUA_TSTRING else { return typeError(L, 1, fname, "string") }
         let eventName = string(L, 1)
         guard let event = LifecycleEventName(rawValue: eventName) else {
@@ -156,6 +166,7 @@ enum LuaModule {
     static let beginBackgroundTask: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.beginBackgroundTask"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         var name: String?
         var handlerIndex: Int32 = 2
         switch lua_type(L, 1) {
@@ -273,6 +284,7 @@ enum LuaModule {
     static let after: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.after"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         guard lua_type(L, 1) == LUA_TNUMBER else { return typeError(L, 1, fname, "number") }
         var isNumber: Int32 = 0
         let seconds = lua_tonumberx(L, 1, &isNumber)

@@ -141,6 +141,11 @@ public final class LuaPlugin: PluginInstance {
         return outcome(lifeline_run_file(L, path), L)
     }
 
+    /// A reload is ending this generation: the module's calls that start work raise from now on.
+    private(set) var isUnloading = false
+
+    public func beginUnloading() { isUnloading = true }
+
     public func resetPreemption() {
         if let control, lifeline_preempt_requested(control) != 0 { lifeline_preempt_clear(control) }
     }

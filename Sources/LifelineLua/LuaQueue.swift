@@ -325,6 +325,7 @@ extension LuaModule {
     static let queueAdd: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "add"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         guard let (plugin, queue) = queue(L, fname) else { return LIFELINE_RAISE }
         guard let spec = readSpec(L, 2, fname, arg: 1) else { return LIFELINE_RAISE }
         guard let (op, body) = makeOperation(L, 2, spec, plugin, queue.context) else { return LIFELINE_NOMEM }
@@ -340,6 +341,7 @@ extension LuaModule {
     static let queueAddSequential: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "addSequential"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         guard let (plugin, queue) = queue(L, fname) else { return LIFELINE_RAISE }
         guard lua_type(L, 2) == LUA_TTABLE else { return typeError(L, 2, fname, "table") }
         var wait = false

@@ -14,6 +14,7 @@ extension LuaModule {
     static let background: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.background"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         var name: String?
         var held: Int?
         switch lua_type(L, 1) {
@@ -180,6 +181,7 @@ extension LuaModule {
     static let sleep: lifeline_bridged = { L in
         guard let L else { return 0 }
         let fname = "lifeline.sleep"
+        if let refused = LuaModule.refuseWhileUnloading(L, fname) { return refused }
         guard lua_type(L, 1) == LUA_TNUMBER else { return typeError(L, 1, fname, "number") }
         let seconds = lua_tonumberx(L, 1, nil)
         guard seconds.isFinite, seconds >= 0 else {

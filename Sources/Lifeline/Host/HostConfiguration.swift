@@ -49,6 +49,15 @@ public struct HostConfiguration: Sendable {
     /// Whether every call into plugin code is noted with its real duration (`Recorder.handlerCalls`),
     /// for the pictures. Off by default: it costs two clock reads a call.
     public var recordsHandlerCalls = false
+    /// Told of every call into plugin code, on the main executor, with its plugin, its handler and
+    /// its real duration in seconds (the metrics page counts them). nil: nothing is told, and a call
+    /// costs nothing more; set, a call costs two clock reads and the closure's own work.
+    public var onHandlerCall: (@Sendable (_ plugin: String, _ handler: HandlerName, _ seconds: Double) -> Void)?
+    /// Reads the plugins again from where they came from, for a reload (SIGHUP, `lifeline ctl
+    /// reload`, a scenario's `reload` line); nil: a reload takes the same descriptors again, so
+    /// only the plugins without a fingerprint get a new generation. Throws when the plugins'
+    /// folder cannot be read, or two plugins share a name: the reload then changes nothing.
+    public var reloadPlugins: (@Sendable () throws(LifelineError) -> [PluginDescriptor])?
 
     public init(
         profile: Profile = .ios13, watchdogScale: Double = 1, loadFailurePolicy: LoadFailurePolicy = .abort,

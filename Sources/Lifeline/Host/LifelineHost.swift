@@ -29,16 +29,19 @@ public final class LifelineHost: HostRequestHandler {
     public let epochAtStart: Double
     /// The host's own log.
     public let logger: Logger
-    private let configuration: HostConfiguration
-    private let descriptors: [PluginDescriptor]
+    let configuration: HostConfiguration
+    /// The plugins a launch loads, in name order; a reload replaces them.
+    var descriptors: [PluginDescriptor]
+    /// The plugins' generation: 1 from the start, one more at each reload that changed a plugin.
+    public internal(set) var pluginGeneration = 1
     /// The lifecycle's state machine, a pure value.
-    private var lifecycle = Lifecycle()
+    var lifecycle = Lifecycle()
     /// This launch: what the components read.
     let session: AppSession
     /// What each plugin's context reaches.
     let parts: HostParts
     /// This launch's plugins' contexts, by slot: their Swift tasks are cancelled when the app ends.
-    private var contexts: [PluginContext] = []
+    var contexts: [PluginContext] = []
 
     public init(
         configuration: HostConfiguration, plugins: [PluginDescriptor], executor: MainExecutor,
@@ -141,6 +144,10 @@ public final class LifelineHost: HostRequestHandler {
     /// the lifecycle, or something the system does (`Step.isSystemEvent`), which `SystemWork`
     /// carries out.
     public func perform(_ step: Step) throws(Lifecycle.TransitionError) {
+        if case .reload(let all) = step {
+            reload(all: all)
+            return
+        }
         if step.isSystemEvent {
             // A profile without the API has no such event: the system never sends it.
             if let lack = profile.lacks(step) { return logger.warning("\(step) ignored: \(lack)") }
@@ -186,7 +193,7 @@ public final class LifelineHost: HostRequestHandler {
     /// Wakes the suspended app in the background for the system: the budget starts again, full,
     /// as at every entry into the background, and what the suspension held runs, transfer events
     /// included.
-    private func resume(reason: String) {
+    func resume(reason: String) {
         guard lifecycle.state == .suspended, session.appRunning else { return }
         lifecycle.resume()
         session.show(.background)
@@ -287,7 +294,7 @@ public final class LifelineHost: HostRequestHandler {
         return failure ?? recorder.termination?.reason
     }
 
-    private func loadFailed(_ descriptor: PluginDescriptor, _ message: String) {
+    func loadFailed(_ descriptor: PluginDescriptor, _ message: String) {
         switch configuration.loadFailurePolicy {
         case .abort:
             session.failLoad(.badInput(message))
@@ -300,7 +307,7 @@ public final class LifelineHost: HostRequestHandler {
 
     /// Takes a plugin that failed to load out of this launch: its subscriptions, timers and
     /// expiration handlers go with it, and so do its tasks, so none is left dangling.
-    private func unload(_ index: Int) {
+    func unload(_ index: Int) {
         let plugin = session.plugins[index]
         session.unload(plugin.ref)
         parts.timers.cancel(plugin: index)

@@ -110,6 +110,18 @@ final class TaskRuntime {
         return true
     }
 
+    /// The ids of the plugin's active tasks, in the order they began.
+    func activeIDs(of plugin: String) -> [Int] { tasks.active.filter { $0.plugin == plugin }.map(\.id) }
+
+    /// Signals expiration to each of these tasks still active and not yet expiring, as at T3:
+    /// a reload ends a plugin's generation this way, whatever the app's state.
+    func expire(_ ids: [Int]) {
+        for id in ids {
+            guard session.appRunning else { return }
+            if let task = tasks.expireLate(id: id) { signalExpiration(task) }
+        }
+    }
+
     /// Drops a plugin's tasks without recording their end (it failed to load).
     func remove(plugin name: String) {
         for task in tasks.active where task.plugin == name {

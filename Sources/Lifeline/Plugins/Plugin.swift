@@ -28,6 +28,9 @@ public struct PluginDescriptor: Sendable {
     public var filesQuota: Int?
     /// The task identifiers it may register and submit (plugin.toml's `[background] identifiers`).
     public var taskIdentifiers: [String] = []
+    /// What a reload compares to tell whether the plugin changed (`PluginFingerprint`); nil: it
+    /// cannot tell, and a reload always gives the plugin a new generation.
+    public var fingerprint: String?
     /// Makes a new instance, or says why the plugin cannot be loaded (file:line where known).
     public var make: @Sendable () throws(LifelineError) -> any PluginInstance
 

@@ -6,10 +6,16 @@ extension PluginContext {
         guard isCurrent else { throw SystemTaskError("the app is not running") }
     }
 
+    /// Registering and submitting start new work: refused while a reload unloads the plugin.
+    private func starting() throws(SystemTaskError) {
+        try running()
+        if isUnloading { throw SystemTaskError(PluginContext.unloadingMessage) }
+    }
+
     /// Registers the handler for `identifier` (the bridge's form: each call reports its own
     /// outcome). Only while the app launches, once, for an identifier plugin.toml permits.
     package func registerTask(_ identifier: String, handler: SystemTaskHandler) throws(SystemTaskError) {
-        try running()
+        try starting()
         try parts.system.register(ref, identifier: identifier, handler: handler)
     }
 
@@ -36,7 +42,7 @@ extension PluginContext {
 
     /// Schedules `request`; one pending under the same identifier is replaced, as on iOS.
     public func submitTask(_ request: SystemTaskRequest) throws(SystemTaskError) {
-        try running()
+        try starting()
         try parts.system.submit(ref, request)
     }
 

@@ -55,6 +55,11 @@ public final class PluginContext: @unchecked Sendable {
 
     private var session: AppSession { parts.session }
     var isCurrent: Bool { session.isCurrent(ref) }
+    /// Whether a reload is ending this plugin's generation: it may end what it began, and start
+    /// nothing new.
+    public var isUnloading: Bool { session.isCurrent(ref) && session.isRetiring(ref) }
+    /// Whether the plugin may start new work now.
+    private var mayStart: Bool { session.mayStart(ref) }
 
     /// Whether the host keeps every event for the report (simulate, `run --report`): then the
     /// events a plugin causes count against its memory cap.
@@ -64,7 +69,7 @@ public final class PluginContext: @unchecked Sendable {
     /// `on(_:perform:)`). Returns a subscription id for `cancelSubscription`.
     @discardableResult
     package func subscribe(_ event: LifecycleEventName, handler: @escaping EventHandler) -> Int {
-        guard isCurrent else { return 0 }
+        guard mayStart else { return 0 }
         return parts.subscriptions.subscribe(plugin: ref.slot, event: event, handler: handler)
     }
 
@@ -73,7 +78,7 @@ public final class PluginContext: @unchecked Sendable {
 
     /// T1: begins a background task. Returns its id (> 0), or 0 if the app is not running it.
     public func beginBackgroundTask(name: String?, expirationHandler: PluginCallback?) -> Int {
-        guard isCurrent else { return 0 }
+        guard mayStart else { return 0 }
         return parts.tasks.begin(ref, name: name, expirationHandler: expirationHandler)
     }
 
@@ -107,7 +112,7 @@ public final class PluginContext: @unchecked Sendable {
     /// use `after(_:perform:)`). Returns its id for `cancelTimer`.
     @discardableResult
     package func startTimer(after seconds: Double, callback: @escaping PluginCallback) -> Int {
-        guard isCurrent else { return 0 }
+        guard mayStart else { return 0 }
         return parts.timers.start(plugin: ref.slot, after: seconds, callback: callback)
     }
 
@@ -119,7 +124,7 @@ public final class PluginContext: @unchecked Sendable {
     /// Calls `completion(true)` after `seconds` on the host's clock, or `completion(false)` if the
     /// app ends first. Returns an id for `cancelWait` (0 if the app is not running).
     package func sleep(_ seconds: Double, completion: @escaping (Bool) -> Void) -> Int {
-        guard isCurrent else { return 0 }
+        guard mayStart else { return 0 }
         return parts.waits.sleep(plugin: ref.slot, seconds: seconds, completion: completion)
     }
 
@@ -129,7 +134,7 @@ public final class PluginContext: @unchecked Sendable {
     package func http(
         _ request: HTTPRequest, completion: @escaping (Result<HTTPResponse, HTTPFailure>) -> Void
     ) -> Int {
-        guard isCurrent else { return 0 }
+        guard mayStart else { return 0 }
         return parts.waits.http(ref, request, completion: completion)
     }
 
@@ -173,7 +178,7 @@ public final class PluginContext: @unchecked Sendable {
     public func download(url: String, to file: String, sha256: String? = nil, id: String? = nil) throws(TransferError)
         -> String
     {
-        guard isCurrent else { throw TransferError("the app is not running") }
+        guard mayStart else { throw TransferError(isUnloading ? PluginContext.unloadingMessage : "the app is not running") }
         return try parts.transfers.start(
             ref, kind: .download, method: "GET", url: url, file: file, sha256: sha256, tag: id)
     }
@@ -183,7 +188,7 @@ public final class PluginContext: @unchecked Sendable {
     public func upload(url: String, from file: String, method: String = "PUT", id: String? = nil)
         throws(TransferError) -> String
     {
-        guard isCurrent else { throw TransferError("the app is not running") }
+        guard mayStart else { throw TransferError(isUnloading ? PluginContext.unloadingMessage : "the app is not running") }
         let method = method.uppercased()
         guard method == "PUT" || method == "POST" else {
             throw TransferError("an upload's method must be PUT or POST, not '\(method)'")
@@ -212,6 +217,9 @@ public final class PluginContext: @unchecked Sendable {
 
     /// A new operation id, unique for the host's life.
     package func makeOperationID() -> Int { parts.queues.makeOperationID() }
+
+    /// Why a call that would start new work is refused while a reload unloads the plugin.
+    public static let unloadingMessage = "the plugin is being unloaded by a reload: no new work may start"
 
     /// The profile's limits, for the bridge's timing rules.
     public var profile: Profile { session.profile }

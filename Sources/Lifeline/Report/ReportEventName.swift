@@ -46,6 +46,7 @@ extension ReportEventName {
     public static var didFinishTransferEvents: Self { Self(LifecycleEventName.didFinishTransferEvents) }
     public static var performFetch: Self { Self(LifecycleEventName.performFetch) }
     public static var didReceiveRemoteNotification: Self { Self(LifecycleEventName.didReceiveRemoteNotification) }
+    public static var willUnload: Self { Self(LifecycleEventName.willUnload) }
 
     // MARK: The app's state and the device
     public static var suspended: Self { Self("suspended") }
@@ -55,6 +56,8 @@ extension ReportEventName {
     public static var memoryWarning: Self { Self("memoryWarning") }
     public static var relaunch: Self { Self("relaunch") }
     public static var resumed: Self { Self("resumed") }
+    public static var reloaded: Self { Self("reloaded") }
+    public static var unloaded: Self { Self("unloaded") }
     public static var charging: Self { Self("charging") }
     public static var network: Self { Self("network") }
     public static var terminated: Self { Self("terminated") }

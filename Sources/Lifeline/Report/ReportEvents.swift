@@ -17,6 +17,11 @@ public enum ReportEvents {
         table[.memoryWarning] = ["dropped"]
         table[.relaunch] = ["reason"]
         table[.resumed] = ["reason"]
+        table[.reloaded] = ["generation", "result", "changed", "added", "removed", "unchanged", "reason"]
+        // A plugin's generation that a reload ended, once its tasks' expiration handlers had
+        // their time: the tasks it still held then, which the host ended.
+        table[.unloaded] = ["plugin", "ended"]
+        table[.willUnload] = ["plugin"]
         table[.performFetch] = ["dropped"]
         table[.didReceiveRemoteNotification] = ["dropped"]
         table[.runTasks] = ["filter", "picked"]

@@ -28,8 +28,8 @@ public final class LiveRun: @unchecked Sendable {
     /// The run's events and its report; live while the run goes on.
     public let recorder: Recorder
     /// Whether `run` maps the process's signals to steps, as `lifeline run` does (on by default):
-    /// SIGUSR1 background, SIGUSR2 foreground, SIGTERM and SIGINT terminate, a second SIGINT
-    /// kills, SIGQUIT force-quits. Each is echoed on stderr with what it does. Set before `run`.
+    /// SIGUSR1 background, SIGUSR2 foreground, SIGHUP reloads the plugins, SIGTERM and SIGINT
+    /// terminate, a second SIGINT kills, SIGQUIT force-quits. Each is echoed on stderr with what it does. Set before `run`.
     public var handlesSignals = true
     /// Whether the echo of a signal on stderr is bold. Set before `run`.
     public var colour = false
@@ -206,15 +206,28 @@ public final class LiveRun: @unchecked Sendable {
     private func echoAndPerform(_ signal: String, _ step: Step) -> String? {
         guard let host else { return "the app is not running" }
         let stamp = "[\(TimelineEvent.paddedSeconds(host.now.seconds))s]"
+        if case .reload(let all) = step {
+            // Echoed once done: the line says what the reload did, or why it changed nothing.
+            let outcome = host.reload(all: all)
+            let what = outcome.failure == nil
+                ? "reload (generation \(outcome.generation)): \(outcome.summary)" : "reload \(outcome.summary)"
+            echo("\(stamp) -- \(signal): \(what)")
+            return outcome.failure
+        }
         var what = step.description
         if step == .terminate && host.state == .suspended {
             what += " (the app is suspended: it ends without willTerminate, as on iOS)"
         }
-        let line = "\(stamp) -- \(signal): \(what)"
-        FileHandle.standardError.write(Data((colour ? "\u{1B}[1m\(line)\u{1B}[0m\n" : line + "\n").utf8))
+        echo("\(stamp) -- \(signal): \(what)")
         return perform(
             step,
             refused: signal == "ctl" ? "ctl ignored: \(step.description)" : "signal ignored: \(signal) asks for \(step.description)")
+    }
+
+    /// A line on stderr about a signal's or a ctl's step, bold on a terminal.
+    private func echo(_ line: String) {
+        let line = TerminalText.safe(line, indent: "    ")
+        FileHandle.standardError.write(Data((colour ? "\u{1B}[1m\(line)\u{1B}[0m\n" : line + "\n").utf8))
     }
 
     /// A second SIGINT ends the app at once, even while a handler is still running: no
@@ -338,6 +351,7 @@ private final class SignalSteps: @unchecked Sendable {
         let map: [(Int32, () -> Void)] = [
             (SIGUSR1, { post("SIGUSR1", .background) }),
             (SIGUSR2, { post("SIGUSR2", .foreground) }),
+            (SIGHUP, { post("SIGHUP", .reload(all: false)) }),
             (SIGTERM, { post("SIGTERM", .terminate) }),
             (SIGQUIT, { post("SIGQUIT", .forceQuit) }),
             (SIGINT, { [unowned self] in

@@ -26,6 +26,12 @@ public struct RunSetup: Sendable {
     /// How eager the system is to run scheduled tasks (`--task-policy`); nil: the scenario's
     /// `task-policy` line, else `earliest`.
     public var taskPolicy: TaskPolicy?
+    /// Reads the plugins again for a reload (`HostConfiguration.reloadPlugins`); nil: a reload
+    /// takes `plugins` again.
+    public var reloadPlugins: (@Sendable () throws(LifelineError) -> [PluginDescriptor])?
+    /// Handed to the host's configuration (`HostConfiguration.onHandlerCall`): told of every call
+    /// into plugin code with its real duration, as the metrics page counts them.
+    public var onHandlerCall: (@Sendable (_ plugin: String, _ handler: HandlerName, _ seconds: Double) -> Void)?
 
     public init(plugins: [PluginDescriptor], profile: Profile = .ios13) {
         self.plugins = plugins
@@ -42,7 +48,9 @@ public struct RunSetup: Sendable {
             profile: profile, watchdogScale: watchdogScale, loadFailurePolicy: loadFailurePolicy,
             onUnpreemptibleOverrun: onUnpreemptibleOverrun)
         configuration.recordsHandlerCalls = isDrawn
+        configuration.onHandlerCall = onHandlerCall
         configuration.taskPolicy = taskPolicy ?? .earliest
+        configuration.reloadPlugins = reloadPlugins
         if let stateDirectory { configuration.database = try StateDatabase.open(stateDirectory: stateDirectory) }
         return configuration
     }

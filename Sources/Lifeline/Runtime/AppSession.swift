@@ -79,6 +79,13 @@ final class AppSession {
         visibleState = inBackground ? .background : .inactive
     }
 
+    /// A reload loads new generations of some plugins into the running app: until their
+    /// didFinishLaunching's handlers return, they may register scheduled tasks' handlers, as at a
+    /// launch.
+    func beginReloadLaunch() {
+        if phase == .launched { phase = .launching }
+    }
+
     /// didFinishLaunching's handlers have returned: scheduled tasks' handlers can no longer be
     /// registered.
     func finishLaunching() {
@@ -112,16 +119,33 @@ final class AppSession {
     func nextRef(name: String) -> PluginRef { PluginRef(slot: plugins.count, name: name, generation: generation) }
 
     /// Takes a plugin that failed to load out of this launch; its slot stays, so slots stay valid.
-    func unload(_ ref: PluginRef) { plugins[ref.slot].unloaded = true }
+    func unload(_ ref: PluginRef) { plugins[ref.slot].standing = .unloaded }
+
+    /// A reload ends `ref`'s generation: it hears no more events and starts no new work, while
+    /// its tasks' expiration handlers run and it ends what it began. A new generation of the
+    /// same name takes its place for every lookup by name.
+    func retire(_ ref: PluginRef) {
+        plugins[ref.slot].standing = .retiring
+        plugins[ref.slot].code.beginUnloading()
+    }
+
+    /// Whether `ref`'s generation is being unloaded by a reload.
+    func isRetiring(_ ref: PluginRef) -> Bool { plugins[ref.slot].standing == .retiring }
+
+    /// Whether `ref` is current and may start new work: not being unloaded by a reload. One read
+    /// of the roster, as `isCurrent`: it guards every task's begin.
+    func mayStart(_ ref: PluginRef) -> Bool {
+        appRunning && ref.generation == generation && plugins[ref.slot].standing == .loaded
+    }
 
     /// Whether `ref` belongs to the running launch and its plugin is loaded.
     func isCurrent(_ ref: PluginRef) -> Bool {
-        appRunning && ref.generation == generation && !plugins[ref.slot].unloaded
+        appRunning && ref.generation == generation && plugins[ref.slot].standing != .unloaded
     }
 
     /// The loaded plugin called `name`, if this launch has it.
     func plugin(named name: String) -> PluginRef? {
-        plugins.first { $0.ref.name == name && !$0.unloaded }?.ref
+        plugins.first { $0.ref.name == name && $0.standing == .loaded }?.ref
     }
 
     /// The ref of the plugin in `slot`.
@@ -180,6 +204,14 @@ struct LoadedPlugin {
     var taskIdentifiers: [String]
     /// Its slot in the watchdog, which names it when it runs.
     var watchdogSlot: Int
-    /// It failed to load: closed, and never called again.
-    var unloaded = false
+    var standing = Standing.loaded
+
+    enum Standing {
+        case loaded
+        /// A reload is ending its generation (`AppSession.retire`): it may end what it began.
+        case retiring
+        /// It failed to load, or its generation was unloaded by a reload: closed, and never
+        /// called again.
+        case unloaded
+    }
 }

@@ -27,11 +27,16 @@ public protocol PluginCode: AnyObject {
     /// Counts `bytes` that the report keeps for an event the plugin caused and that the host
     /// records whatever the plugin's cap says (an error it raised), against that cap.
     func chargeRecorded(_ bytes: Int)
+    /// A reload is ending this instance's generation: from now on a call that would start new
+    /// work (a task, a timer, a request) is refused, while what it began may still end.
+    func beginUnloading()
 }
 
 extension PluginCode {
     /// Swift plugins have no memory cap.
     public func chargeRecorded(_ bytes: Int) {}
+    /// Swift plugins are refused through their context (`PluginContext.isUnloading`).
+    public func beginUnloading() {}
 }
 
 /// Which watchdog limit plugin code runs under (SPEC 4.3).

@@ -45,6 +45,7 @@ public struct Lifecycle: Equatable, Sendable {
         // What the system does changes no state here: the host carries it out, relaunching or
         // resuming the app as it needs.
         if step.isSystemEvent { return [] }
+        if case .reload = step { return [] }
         switch (step, from) {
         case (.launch, .notRunning), (.launch, .ended):
             state = .active

@@ -22,6 +22,9 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
     /// A silent remote notification arrived; `event.payload` is its JSON object, and the handler
     /// calls `event.complete(result)` within the profile's fetch limit.
     case didReceiveRemoteNotification
+    /// The plugin's generation is being unloaded by a reload: its last word, once, before its
+    /// tasks' expiration handlers run. No new work can start from here on.
+    case willUnload
 
     /// The event's position in `allCases`, for tables indexed by event (the subscriptions, the
     /// Lua bridge's strings, whose C side keeps `LIFELINE_EVENT_NAME_SLOTS` of them). A switch, so
@@ -42,6 +45,7 @@ public enum LifecycleEventName: String, CaseIterable, Sendable, Hashable {
         case .didFinishTransferEvents: return 10
         case .performFetch: return 11
         case .didReceiveRemoteNotification: return 12
+        case .willUnload: return 13
         }
     }
 

@@ -107,7 +107,8 @@ public struct Profile: Equatable, Sendable {
         switch event {
         case .didFinishLaunching: return launchLimit
         case .didEnterBackground: return backgroundLimit
-        case .willTerminate: return terminateLimit
+        // Unloading is a plugin's termination: it gets willTerminate's time.
+        case .willTerminate, .willUnload: return terminateLimit
         case .didBecomeActive, .willResignActive, .willEnterForeground, .didReceiveMemoryWarning,
             .transferProgress, .transferDidFinish, .transferDidFail, .didFinishTransferEvents, .performFetch,
             .didReceiveRemoteNotification:

@@ -26,6 +26,11 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
     case charging(Bool)
     /// The device gains or loses its network.
     case network(Bool)
+    /// The host loads the plugins again from their files (SIGHUP, `lifeline ctl reload`, a
+    /// scenario's `reload` line): each changed, added or removed plugin gets a new generation,
+    /// the others keep running untouched; `reload all` gives every plugin a new generation, changed
+    /// or not. It changes no state of the app.
+    case reload(all: Bool)
 
     /// The action as a scenario file spells it.
     public var description: String {
@@ -45,6 +50,7 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
         case .runTasks(let filter): return filter == .all ? "run-tasks" : "run-tasks \(filter)"
         case .charging(let on): return "charging \(on ? "on" : "off")"
         case .network(let on): return "network \(on ? "on" : "off")"
+        case .reload(let all): return all ? "reload all" : "reload"
         }
     }
 
@@ -63,7 +69,7 @@ public enum Step: Equatable, Sendable, CustomStringConvertible {
     /// Every action without an argument, for parsing and for error messages.
     public static let all: [Step] = [
         .launch, .launchInBackground, .resign, .activate, .background, .foreground, .memoryWarning, .terminate, .kill,
-        .forceQuit, .fetch,
+        .forceQuit, .fetch, .reload(all: false), .reload(all: true),
     ]
 
     /// The actions without an argument, by name: one lookup a line, where comparing the line with
