@@ -65,6 +65,58 @@ public final class ServiceNotifier: Sendable {
     /// that when that thread is stuck the pets stop and the manager restarts the service.
     public func watchdogPet() { send("WATCHDOG=1", status: nil) }
 
+    /// Starts the pets (when the manager asks for them) and the status line's updates, as a host
+    /// job on `executor` that runs again `every` seconds of its clock, at most half of
+    /// `WATCHDOG_USEC`: the pets then vouch for the main executor itself. A handler that holds
+    /// the executor holds the pets back, and a wedged host stops petting, so the manager restarts
+    /// it. Each run of the job sends `STATUS=` with `status()` when it differs from the last one
+    /// sent. Call `stop` on the returned heartbeat once the executor has stopped.
+    public func keepAlive(on executor: MainExecutor, every seconds: Double = 1, status: @escaping () -> String) -> Heartbeat {
+        let period = max(0.001, min(watchdogInterval ?? seconds, seconds))
+        return Heartbeat(notifier: self, executor: executor, period: period, status: status)
+    }
+
+    /// The job that `keepAlive` started. Threading: the main executor's thread only.
+    public final class Heartbeat {
+        private let notifier: ServiceNotifier
+        private let executor: MainExecutor
+        private let period: Double
+        private let status: () -> String
+        private var shown: String?
+        private var job: MainExecutor.JobID?
+
+        fileprivate init(notifier: ServiceNotifier, executor: MainExecutor, period: Double, status: @escaping () -> String) {
+            self.notifier = notifier
+            self.executor = executor
+            self.period = period
+            self.status = status
+            schedule()
+        }
+
+        /// The next beat, `period` after now: after a stretch that held the executor, the late
+        /// beat runs once and the next one comes a whole period later, so pets never bunch up.
+        private func schedule() {
+            job = executor.schedule(at: executor.now.adding(seconds: period)) { [self] in beat() }
+        }
+
+        private func beat() {
+            if notifier.watchdogInterval != nil { notifier.watchdogPet() }
+            let text = status()
+            if text != shown {
+                notifier.status(text)
+                shown = text
+            }
+            schedule()
+        }
+
+        /// Cancels the next beat, and with it what the job holds (the status closure and all it
+        /// captured).
+        public func stop() {
+            if let job { executor.cancel(job) }
+            job = nil
+        }
+    }
+
     /// The app's state as a status line: `active, 2 background tasks, generation 1`.
     public static func statusText(state: String, backgroundTasks: Int, generation: Int) -> String {
         "\(state), \(backgroundTasks) background task\(backgroundTasks == 1 ? "" : "s"), generation \(generation)"

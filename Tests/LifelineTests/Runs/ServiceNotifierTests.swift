@@ -67,6 +67,17 @@ import Glibc
             return String(decoding: buffer[..<n], as: UTF8.self)
         }
 
+        /// Every datagram waiting now, without waiting for more.
+        func drain() -> [String] {
+            var all: [String] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if n < 0 { return all }
+                all.append(String(decoding: buffer[..<n], as: UTF8.self))
+            }
+        }
+
         /// Whether a datagram is waiting, without waiting for one.
         var hasPending: Bool {
             var byte: UInt8 = 0
@@ -177,6 +188,85 @@ import Glibc
         let gone = try #require(ServiceNotifier(environment: ["NOTIFY_SOCKET": target]))
         gone.ready()
         gone.stopping()
+    }
+
+    // The heartbeat on a virtual clock: when it beats is a matter of the executor's jobs alone.
+
+    @Test func heartbeat_petsEveryHalfOfWatchdogUsec_andSendsTheStatusWhenItChanges() throws {
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "200000"]) { $1 }))
+        let executor = MainExecutor(clock: VirtualClock())
+        var state = "active"
+        let heartbeat = notifier.keepAlive(on: executor) { state }
+        executor.schedule(at: .seconds(0.45)) { state = "background" }
+        // Read halfway too: a Unix datagram socket queues only about ten datagrams.
+        executor.run(until: .seconds(0.5), shouldStop: { false })
+        var received = manager.drain()
+        executor.run(until: .seconds(1), shouldStop: { false })
+        received += manager.drain()
+        heartbeat.stop()
+        let pet = "WATCHDOG=1"
+        #expect(received == [
+            pet, "STATUS=active", pet, pet, pet,  // 0.1 to 0.4
+            pet, "STATUS=background", pet, pet, pet, pet, pet,  // 0.5 to 1.0
+        ])
+    }
+
+    @Test func heartbeat_withoutAWatchdog_sendsOnlyStatusChanges_atMostEverySecond() throws {
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment))
+        let executor = MainExecutor(clock: VirtualClock())
+        var tasks = 0
+        var beats: [Double] = []
+        let heartbeat = notifier.keepAlive(on: executor) {
+            beats.append(executor.now.seconds)
+            return ServiceNotifier.statusText(state: "background", backgroundTasks: tasks, generation: 1)
+        }
+        executor.schedule(at: .seconds(1.5)) { tasks = 2 }
+        executor.run(until: .seconds(3.5), shouldStop: { false })
+        heartbeat.stop()
+        #expect(beats == [1, 2, 3])
+        #expect(manager.drain() == [
+            "STATUS=background, 0 background tasks, generation 1", "STATUS=background, 2 background tasks, generation 1",
+        ])
+    }
+
+    @Test func heartbeat_aJobThatHoldsTheExecutor_holdsThePetsBack_andTheyDoNotBunchUpAfter() throws {
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "200000"]) { $1 }))
+        let clock = VirtualClock()
+        let executor = MainExecutor(clock: clock)
+        var beats: [Double] = []
+        let heartbeat = notifier.keepAlive(on: executor) {
+            beats.append(executor.now.seconds)
+            return "active"
+        }
+        // A handler that holds the executor from 0.25 s to 0.85 s.
+        executor.schedule(at: .seconds(0.25)) { clock.advance(to: .seconds(0.85)) }
+        executor.run(until: .seconds(1), shouldStop: { false })
+        heartbeat.stop()
+        // None while it held the executor; the late one once, then a whole period later.
+        #expect(beats == [0.1, 0.2, 0.85, 0.95])
+        #expect(manager.drain().filter { $0 == "WATCHDOG=1" }.count == 4)
+    }
+
+    @Test func heartbeat_stop_cancelsTheNextBeat_andLetsGoOfWhatItHolds() throws {
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "200000"]) { $1 }))
+        let executor = MainExecutor(clock: VirtualClock())
+        final class Held {}
+        weak var held: Held?
+        do {
+            let object = Held()
+            held = object
+            let heartbeat = notifier.keepAlive(on: executor) { _ = object; return "active" }
+            executor.run(until: .seconds(0.15), shouldStop: { false })
+            heartbeat.stop()
+        }
+        #expect(held == nil)
+        #expect(!executor.hasPendingJobs)
+        executor.run(until: .seconds(1), shouldStop: { false })
+        #expect(manager.drain() == ["WATCHDOG=1", "STATUS=active"])
     }
 
     static func monotonicMicroseconds() -> UInt64 {
