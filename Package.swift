@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Lifeline", targets: ["Lifeline"]),
         .library(name: "LifelineLua", targets: ["LifelineLua"]),
         .library(name: "LifelineHTTP", targets: ["LifelineHTTP"]),
+        .library(name: "LifelineMetrics", targets: ["LifelineMetrics"]),
         // The C shims, for benchmarks that measure bare Lua beside the host.
         .library(name: "CLuaShims", targets: ["CLuaShims"]),
         // What the tests share: plugins as closures, hosts driven by hand, a watchdog clock moved
@@ -26,6 +27,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // HTTPFields for request and response headers: case-insensitive names, order kept.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // The metrics page of `lifeline run --metrics`: the Prometheus text format.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // Lua 5.4 from the system: apt-get install liblua5.4-dev
@@ -79,6 +83,18 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
+        // `lifeline run --metrics`: the host's counters and gauges, served as /metrics on NIO.
+        .target(
+            name: "LifelineMetrics",
+            dependencies: [
+                "Lifeline", "LifelineLua",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // Swift plugins compiled into the host.
         .target(
             name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift", exclude: ["scenarios", "plugin.toml"]),
@@ -86,7 +102,7 @@ let package = Package(
         .executableTarget(
             name: "lifeline",
             dependencies: [
-                "Lifeline", "LifelineLua", "LifelineHTTP", "HeartbeatPlugin",
+                "Lifeline", "LifelineLua", "LifelineHTTP", "LifelineMetrics", "HeartbeatPlugin",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -115,6 +131,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "LifelineCLITests", dependencies: ["Lifeline"]),
+        .testTarget(
+            name: "LifelineMetricsTests",
+            dependencies: ["LifelineMetrics", "Lifeline", "LifelineLua", "LifelineTesting"]),
         .testTarget(
             name: "LifelineHTTPTests",
             dependencies: [

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Lifeline
 import LifelineHTTP
+import LifelineMetrics
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,6 +32,8 @@ struct Run: ParsableCommand {
 
             When a rule terminates the app, a crash report is written to
             <state-dir>/reports/ and the exit code is 1.
+
+            --metrics 127.0.0.1:9464 serves Prometheus' /metrics there (docs/operations.md).
             """
     )
 
@@ -45,6 +48,12 @@ struct Run: ParsableCommand {
     @Option(help: "How long a `lifeline ctl` step may wait for the app to carry it out, in seconds.")
     var ctlTimeout: Double = 30
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve Prometheus' /metrics at HOST:PORT; :PORT or PORT alone is 127.0.0.1 (port 0: any free one).",
+            valueName: "host:port"))
+    var metrics: String?
+
     @OptionGroup var profileOptions: ProfileOptions
 
     @OptionGroup var pictures: PictureOptions
@@ -54,18 +63,24 @@ struct Run: ParsableCommand {
             throw ValidationError("--ctl-timeout takes a number of seconds above 0, at most 86400 (a day)")
         }
         checkWritable(report, "--report")
+        if let metrics {
+            do { _ = try MetricsAddress(parsing: metrics) } catch { throw ValidationError(error.message) }
+        }
     }
 
     func run() throws {
         bootstrapLogging(level: profileOptions.level)
         try runReportingErrors { () throws(LifelineError) -> Int32 in
-            let setup = try RunSetup(
+            var setup = try RunSetup(
                 pluginOptions, profileOptions, pictures: pictures, stateDirectory: stateDir, reportPath: report)
+            let hostMetrics = metrics == nil ? nil : HostMetrics()
+            if let hostMetrics { setup.onHandlerCall = { hostMetrics.noteHandlerCall(plugin: $0, handler: $1, seconds: $2) } }
             let colour = Terminal.colours(2)
             // The real network: async-http-client, shared by every plugin.
             let transport = AsyncHTTPTransport()
             defer { transport.shutdown() }
             let live = LiveRun(setup: setup, transport: transport, transferTransport: transport) { event in
+                hostMetrics?.observe(event)
                 // Log lines reach stderr through the logger, on the same clock.
                 guard event.name != .log else { return }
                 FileHandle.standardError.write(Data((LiveLine.text(event, colour: colour) + "\n").utf8))
@@ -73,6 +88,17 @@ struct Run: ParsableCommand {
             live.colour = colour
             live.controlTimeout = ctlTimeout
             live.onUnstoppableLoad = exitWithError
+            // Bound before the plugins launch: a port in use ends the run at once (exit 69).
+            let server = try hostMetrics.map { hostMetrics throws(LifelineError) in
+                try MetricsServer(
+                    address: try MetricsAddress(parsing: metrics!), metrics: hostMetrics,
+                    refresh: MetricsServer.reading(live, into: hostMetrics))
+            }
+            defer { server?.close() }
+            if let server {
+                hostMetrics?.bootstrapMetricsSystem()
+                FileHandle.standardError.write(Data("lifeline: metrics on http://\(server.address)/metrics\n".utf8))
+            }
             let recorder = try live.run()
             try pictures.write(
                 [RenderedRun(title: "lifeline run", report: recorder.report(), calls: recorder.handlerCalls)],

@@ -36,6 +36,10 @@ final class GuardedCaller {
     private let clock: any WatchdogClock
     private let watchdogScale: Double
     private let recordsHandlerCalls: Bool
+    private let onHandlerCall: (@Sendable (String, HandlerName, Double) -> Void)?
+    /// Whether a call is timed at all: for the pictures, or for `onHandlerCall`. One flag, so a
+    /// host that wants neither checks one field a call, as before the hook.
+    private let timesCalls: Bool
     /// How many calls into plugin code are on the stack (0 or 1: plugin code never calls plugin code).
     private(set) var depth = 0
     /// A termination decided while plugin code was running (T8): carried out when the code
@@ -51,6 +55,8 @@ final class GuardedCaller {
         self.recorder = session.recorder
         self.watchdogScale = configuration.watchdogScale
         self.recordsHandlerCalls = configuration.recordsHandlerCalls
+        self.onHandlerCall = configuration.onHandlerCall
+        self.timesCalls = configuration.recordsHandlerCalls || configuration.onHandlerCall != nil
         self.clock = configuration.watchdogClock
         let fatal = configuration.onUnpreemptibleOverrun
         let recorder = recorder
@@ -204,21 +210,29 @@ final class GuardedCaller {
         }
         watchdog.enter(session.plugins[index].watchdogSlot)
         // Read before the call, which may end the app and drop the plugins.
-        let plugin = recordsHandlerCalls ? session.plugins[index].ref.name : ""
-        let started = recordsHandlerCalls ? Monotonic.nanoseconds() : 0
-        let startedAt = recordsHandlerCalls ? session.now : HostTime(nanoseconds: 0)
+        let timed = timesCalls
+        let plugin = timed ? session.plugins[index].ref.name : ""
+        let started = timed ? Monotonic.nanoseconds() : 0
+        let startedAt = timed ? session.now : HostTime(nanoseconds: 0)
         depth += 1
         let outcome = body()
         depth -= 1
         let fired = watchdog.leave()
         code.resetPreemption()
+        if timed { noteCall(plugin: plugin, handler: window.handler, started: started, at: startedAt) }
+        return (outcome, fired)
+    }
+
+    /// Tells the pictures and `onHandlerCall` of a call that began at `started` (real time).
+    private func noteCall(plugin: String, handler: HandlerName, started: UInt64, at startedAt: HostTime) {
+        let nanoseconds = Monotonic.nanoseconds() &- started
         if recordsHandlerCalls {
             session.recorder.recordCall(
                 HandlerCall(
-                    time: startedAt, plugin: plugin, handler: window.handler.description,
-                    milliseconds: Double(Monotonic.nanoseconds() &- started) / 1e6))
+                    time: startedAt, plugin: plugin, handler: handler.description,
+                    milliseconds: Double(nanoseconds) / 1e6))
         }
-        return (outcome, fired)
+        onHandlerCall?(plugin, handler, Double(nanoseconds) / 1e9)
     }
 
     // MARK: - Loading under the watchdog

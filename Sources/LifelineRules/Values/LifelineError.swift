@@ -6,6 +6,7 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
         case usage
         case badInput
         case internalError
+        case unavailable
     }
 
     private let code: Code
@@ -21,6 +22,9 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
     public static func usage(_ message: String) -> LifelineError { .init(.usage, message) }
     /// A scenario, a plugin or a plugin.toml that could not be read or loaded (exit 65).
     public static func badInput(_ message: String) -> LifelineError { .init(.badInput, message) }
+    /// A service the command needs cannot be had: an address to listen on is taken (exit 69,
+    /// sysexits' EX_UNAVAILABLE).
+    public static func unavailable(_ message: String) -> LifelineError { .init(.unavailable, message) }
     /// A fault of the host itself (exit 70).
     public static func internalError(_ message: String) -> LifelineError { .init(.internalError, message) }
 
@@ -30,6 +34,7 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
         case .usage: return 64
         case .badInput: return 65
         case .internalError: return 70
+        case .unavailable: return 69
         }
     }
 

@@ -1,0 +1,258 @@
+import Foundation
+import Lifeline
+import LifelineLua
+import LifelineMetrics
+import Testing
+
+/// The metrics page served by a real NIO server on 127.0.0.1, read by a plain-socket scraper and
+/// held to a strict reader of the Prometheus text format.
+@Suite struct MetricsServerTests {
+    static let names = [
+        "lifeline_build_info", "lifeline_app_state", "lifeline_handler_calls_total",
+        "lifeline_handler_duration_seconds", "lifeline_background_tasks",
+        "lifeline_background_time_remaining_seconds", "lifeline_terminations_total", "lifeline_plugin_errors_total",
+        "lifeline_plugin_memory_bytes", "lifeline_http_requests_total", "lifeline_transfers", "lifeline_reloads_total",
+    ]
+
+    /// A Lua plugin folder, removed afterwards.
+    static func withPlugins<T>(_ sources: [String: String], _ body: (String) throws -> T) throws -> T {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (name, source) in sources {
+            try FileManager.default.createDirectory(atPath: dir + "/" + name, withIntermediateDirectories: true)
+            try source.write(toFile: dir + "/\(name)/init.lua", atomically: true, encoding: .utf8)
+        }
+        return try body(dir)
+    }
+
+    static func event(_ name: String, _ fields: [(String, JSONValue)]) -> TimelineEvent {
+        TimelineEvent(time: .zero, event: name, fields: fields)
+    }
+
+    @Test func page_parsesAsPrometheusText_withEveryName_fedByARealHost() throws {
+        let metrics = HostMetrics()
+        try Self.withPlugins([
+            "keeper": """
+                lifeline.on("didEnterBackground", function()
+                  lifeline.beginBackgroundTask("upload https://example.com/secret")
+                end)
+                """,
+            "idle": "lifeline.on('didBecomeActive', function() end)",
+        ]) { dir in
+            var configuration = HostConfiguration()
+            configuration.onHandlerCall = { metrics.noteHandlerCall(plugin: $0, handler: $1, seconds: $2) }
+            let host = LifelineHost(
+                configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
+                executor: MainExecutor(clock: VirtualClock()),
+                recorder: Recorder(profileName: "ios13", keepsTimeline: false, observer: { metrics.observe($0) }))
+            defer { host.shutdown() }
+            try host.perform(.launch)
+            try host.perform(.background)
+            metrics.read(host)
+        }
+        metrics.observe(Self.event("terminated", [("kind", .string("watchdog")), ("code", .string("0x8badf00d"))]))
+        metrics.observe(Self.event("pluginError", [("plugin", .string("idle")), ("message", .string("boom"))]))
+        metrics.observe(Self.event("httpResponse", [
+            ("plugin", .string("keeper")), ("url", .string("https://example.com/a?token=1")), ("status", .int(503)),
+        ]))
+        metrics.observe(Self.event("httpResponse", [("plugin", .string("keeper")), ("error", .string("timeout"))]))
+        metrics.observe(Self.event("transferQueued", [("plugin", .string("keeper")), ("transfer", .int(1))]))
+        metrics.observe(Self.event("transferQueued", [("plugin", .string("keeper")), ("transfer", .int(2))]))
+        metrics.observe(Self.event("transferStarted", [("plugin", .string("keeper")), ("transfer", .int(2))]))
+        metrics.observe(Self.event("reloaded", [("generation", .int(2)), ("result", .string("ok"))]))
+        metrics.observe(Self.event("reloaded", [("generation", .int(2)), ("result", .string("failed"))]))
+        metrics.observe(Self.event("reloaded", [("generation", .int(3)), ("result", .string("ok"))]))
+
+        let server = try MetricsServer(address: MetricsAddress(port: 0), metrics: metrics)
+        defer { server.close() }
+        #expect(server.address.host == "127.0.0.1" && server.address.port > 0)
+        let (status, body) = try httpRequest(port: server.address.port, path: "/metrics")
+        #expect(status == 200)
+        let page = try PrometheusText(body)
+        for name in Self.names { #expect(page.types[name] != nil, "no TYPE for \(name)") }
+        #expect(page.types["lifeline_handler_duration_seconds"] == "histogram")
+        #expect(page.types["lifeline_handler_calls_total"] == "counter")
+        #expect(page.types["lifeline_background_tasks"] == "gauge")
+        #expect(page.value("lifeline_build_info", ["version": HostMetrics.version]) == 1)
+        #expect(page.value("lifeline_app_state", ["state": "background"]) == 1)
+        #expect(page.values("lifeline_app_state").reduce(0, +) == 1)
+        #expect(page.value("lifeline_background_tasks", ["plugin": "keeper"]) == 1)
+        #expect(page.value("lifeline_background_tasks", ["plugin": "idle"]) == 0)
+        let remaining = try #require(page.value("lifeline_background_time_remaining_seconds"))
+        #expect(remaining > 0 && remaining <= Profile.ios13.budget)
+        #expect(page.value("lifeline_handler_calls_total", ["plugin": "keeper", "event": "didEnterBackground"]) == 1)
+        #expect(page.value("lifeline_handler_calls_total", ["plugin": "idle", "event": "didBecomeActive"]) == 1)
+        #expect(page.value("lifeline_handler_calls_total", ["plugin": "keeper", "event": "load"]) == 1)
+        // Every call into plugin code, loads included, is in the histogram.
+        let calls = page.values("lifeline_handler_calls_total").reduce(0, +)
+        #expect(page.value("lifeline_handler_duration_seconds_count") == calls)
+        #expect(page.value("lifeline_handler_duration_seconds_bucket", ["le": "+Inf"]) == calls)
+        #expect((page.value("lifeline_plugin_memory_bytes", ["plugin": "keeper"]) ?? 0) > 10_000)
+        #expect(page.value("lifeline_terminations_total", ["kind": "watchdog"]) == 1)
+        #expect(page.value("lifeline_terminations_total", ["kind": "taskLimit"]) == 0)
+        #expect(page.value("lifeline_plugin_errors_total", ["plugin": "idle"]) == 1)
+        #expect(page.value("lifeline_http_requests_total", ["plugin": "keeper", "outcome": "5xx"]) == 1)
+        #expect(page.value("lifeline_http_requests_total", ["plugin": "keeper", "outcome": "timeout"]) == 1)
+        #expect(page.value("lifeline_transfers", ["state": "queued"]) == 1)
+        #expect(page.value("lifeline_transfers", ["state": "running"]) == 1)
+        #expect(page.value("lifeline_reloads_total", ["result": "ok"]) == 2)
+        #expect(page.value("lifeline_reloads_total", ["result": "failed"]) == 1)
+        // Bounded labels: no URL, no task name reaches the page.
+        #expect(!body.contains("example.com") && !body.contains("upload"))
+        for family in page.helps.keys { #expect(page.types[family] != nil) }
+    }
+
+    @Test func transfersLeaveTheGaugeWhenTheyEnd() throws {
+        let metrics = HostMetrics()
+        metrics.observe(Self.event("transferQueued", [("plugin", .string("p")), ("transfer", .int(7))]))
+        metrics.observe(Self.event("transferStarted", [("plugin", .string("p")), ("transfer", .int(7))]))
+        metrics.observe(Self.event("transferRetrying", [("plugin", .string("p")), ("transfer", .int(7))]))
+        var page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+        #expect(page.value("lifeline_transfers", ["state": "retrying"]) == 1)
+        #expect(page.value("lifeline_transfers", ["state": "running"]) == 0)
+        metrics.observe(Self.event("transferEnded", [
+            ("plugin", .string("p")), ("transfer", .int(7)), ("state", .string("finished")),
+        ]))
+        page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+        #expect(page.values("lifeline_transfers").allSatisfy { $0 == 0 })
+    }
+
+    @Test func otherPathsAre404_andOtherMethods405() throws {
+        let server = try MetricsServer(address: MetricsAddress(port: 0), metrics: HostMetrics())
+        defer { server.close() }
+        #expect(try httpRequest(port: server.address.port, path: "/").status == 404)
+        #expect(try httpRequest(port: server.address.port, path: "/metrics/x").status == 404)
+        #expect(try httpRequest(port: server.address.port, path: "/favicon.ico").status == 404)
+        #expect(try httpRequest(port: server.address.port, path: "/metrics", method: "POST").status == 405)
+        #expect(try httpRequest(port: server.address.port, path: "/metrics?x=1").status == 200)
+    }
+
+    @Test func aPortInUse_isUnavailable_withTheAddress() throws {
+        let first = try MetricsServer(address: MetricsAddress(port: 0), metrics: HostMetrics())
+        defer { first.close() }
+        let taken = first.address
+        do {
+            let second = try MetricsServer(address: taken, metrics: HostMetrics())
+            second.close()
+            Issue.record("a second server bound \(taken)")
+        } catch {
+            #expect(error.exitCode == 69)
+            #expect(error.message.contains("127.0.0.1:\(taken.port)"), "\(error.message)")
+            #expect(error.message.contains("in use"), "\(error.message)")
+        }
+    }
+
+    @Test func aHostThatDoesNotAnswer_getsTheLastReadingServed_withoutHangingTheScrape() throws {
+        let metrics = HostMetrics()
+        let asked = Asked()
+        // The refresh never calls back, as a host stuck in a handler would not.
+        let server = try MetricsServer(
+            address: MetricsAddress(port: 0), metrics: metrics, refreshTimeout: 0.1, refresh: { _ in asked.note() })
+        defer { server.close() }
+        let start = Date()
+        let (status, body) = try httpRequest(port: server.address.port, path: "/metrics")
+        #expect(status == 200)
+        #expect(Date().timeIntervalSince(start) < 2)
+        #expect(asked.count == 1)
+        let page = try PrometheusText(body)
+        #expect(page.value("lifeline_app_state", ["state": "notRunning"]) == 1)
+    }
+
+    @Test func aHostThatAnswers_isReadBeforeThePageIsServed() throws {
+        let metrics = HostMetrics()
+        let server = try MetricsServer(
+            address: MetricsAddress(port: 0), metrics: metrics, refreshTimeout: 10,
+            refresh: { taken in
+                // Another thread, as the main executor is.
+                Thread.detachNewThread {
+                    metrics.observe(Self.event("reloaded", [("result", .string("ok"))]))
+                    taken()
+                }
+            })
+        defer { server.close() }
+        let page = try PrometheusText(try httpRequest(port: server.address.port, path: "/metrics").body)
+        #expect(page.value("lifeline_reloads_total", ["result": "ok"]) == 1)
+    }
+
+    /// 1,000 plugins, each with calls of every kind the host makes, named tasks and operations,
+    /// requests to distinct URLs, errors and transfers: the page stays linear in the plugins, with
+    /// a bounded number of series each, and still parses.
+    @Test func aThousandPlugins_keepThePageBounded_andParsing() throws {
+        let metrics = HostMetrics()
+        let handlers: [HandlerName] = [
+            "didEnterBackground", "didBecomeActive", "timer", "expiration handler", "load",
+            .numbered("background task", 1), .named("background task", "sync"), .numbered("operation", 9),
+            .named("operation", "upload"), HandlerName("queue 'images' didFinish"), HandlerName("task com.x.refresh"),
+        ]
+        let start = Date()
+        for p in 0..<1_000 {
+            let plugin = "plugin-\(p)"
+            for round in 0..<3 {
+                for handler in handlers { metrics.noteHandlerCall(plugin: plugin, handler: handler, seconds: 0.001) }
+                // A fresh name every round: labels must not follow them.
+                metrics.noteHandlerCall(plugin: plugin, handler: .named("operation", "op-\(p)-\(round)"), seconds: 0.002)
+                metrics.noteHandlerCall(plugin: plugin, handler: .numbered("background task", p * 10 + round), seconds: 0)
+                metrics.observe(Self.event("httpResponse", [
+                    ("plugin", .string(plugin)), ("url", .string("https://h/\(p)/\(round)")), ("status", .int(200)),
+                ]))
+                metrics.observe(Self.event("pluginError", [("plugin", .string(plugin)), ("message", .string("e\(round)"))]))
+                metrics.observe(Self.event("transferQueued", [("plugin", .string(plugin)), ("transfer", .int(Int64(round)))]))
+            }
+        }
+        let server = try MetricsServer(address: MetricsAddress(port: 0), metrics: metrics)
+        defer { server.close() }
+        let (status, body) = try httpRequest(port: server.address.port, path: "/metrics")
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(status == 200)
+        let page = try PrometheusText(body)
+        // Per plugin: the handlers' kinds (9 at most), one HTTP outcome, one error counter.
+        let perPlugin = page.samples.filter { $0.labels["plugin"] == "plugin-7" }
+        #expect(perPlugin.count <= 12, "\(perPlugin.map(\.labels))")
+        #expect(page.samples.count <= 1_000 * 12 + 100)
+        #expect(body.utf8.count <= 1_000 * 1_500, "\(body.utf8.count) bytes")
+        #expect(page.value("lifeline_transfers", ["state": "queued"]) == 3_000)
+        #expect(page.value("lifeline_handler_calls_total", ["plugin": "plugin-7", "event": "operation"]) == 9)
+        #expect(page.value("lifeline_handler_calls_total", ["plugin": "plugin-7", "event": "background task"]) == 9)
+        #expect(!body.contains("op-7-") && !body.contains("https://") && !body.contains("sync"))
+        // Linear, not quadratic: generous for a loaded machine.
+        #expect(elapsed < 2, "\(elapsed) s")
+    }
+
+    @Test func eventKinds_areClosed() {
+        func kind(_ h: HandlerName) -> String {
+            let metrics = HostMetrics()
+            metrics.noteHandlerCall(plugin: "p", handler: h, seconds: 0)
+            let page = try? PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+            return page?.samples.first { $0.name == "lifeline_handler_calls_total" }?.labels["event"] ?? "?"
+        }
+        #expect(kind("didReceiveMemoryWarning") == "didReceiveMemoryWarning")
+        #expect(kind("expirationHandler") == "expirationHandler")
+        #expect(kind(.named("background task", "a \"quoted\" name")) == "background task")
+        #expect(kind(HandlerName("queue 'q' didFinish")) == "queue")
+        #expect(kind(HandlerName("operation 3 onTimeout")) == "operation")
+        #expect(kind(HandlerName("something a plugin named")) == "other")
+    }
+
+    @Test func addresses_parse_withTheDefaultHost() throws {
+        #expect(try MetricsAddress(parsing: "9464") == MetricsAddress(host: "127.0.0.1", port: 9464))
+        #expect(try MetricsAddress(parsing: ":9464") == MetricsAddress(host: "127.0.0.1", port: 9464))
+        #expect(try MetricsAddress(parsing: "0.0.0.0:80") == MetricsAddress(host: "0.0.0.0", port: 80))
+        #expect(try MetricsAddress(parsing: "localhost:0") == MetricsAddress(host: "127.0.0.1", port: 0))
+        #expect(try MetricsAddress(parsing: "[::1]:9464") == MetricsAddress(host: "::1", port: 9464))
+        #expect(MetricsAddress(host: "::1", port: 1).description == "[::1]:1")
+        for bad in [
+            "", ":", "abc", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "1.2.3:80", "256.1.1.1:80",
+            "example.com:80", "::1:80", "[::1]", "[::1:80", "[zz]:80", "127.0.0.1:80x", "127.0.0.1: 80", "１２:80",
+        ] {
+            #expect(throws: LifelineError.self, "\(bad)") { try MetricsAddress(parsing: bad) }
+            do { _ = try MetricsAddress(parsing: bad) } catch { #expect(error.exitCode == 64) }
+        }
+    }
+}
+
+private final class Asked: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func note() { lock.withLock { n += 1 } }
+    var count: Int { lock.withLock { n } }
+}

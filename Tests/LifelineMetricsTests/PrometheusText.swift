@@ -1,0 +1,184 @@
+import Foundation
+
+/// A strict reader of the Prometheus text format 0.0.4, for the tests: every line is a `# HELP`,
+/// a `# TYPE` or a sample `name{label="value",...} value`; each family has at most one TYPE,
+/// given before its samples; every sample belongs to a family with a TYPE (a histogram's
+/// `_bucket`, `_sum` and `_count` to theirs); label values are quoted and escaped; a value is a
+/// number, `+Inf`, `-Inf` or `NaN`. Anything else throws, with the line.
+struct PrometheusText {
+    struct Sample: Equatable {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+    }
+
+    struct Malformed: Error, CustomStringConvertible {
+        var line: Int
+        var text: String
+        var why: String
+        var description: String { "line \(line): \(why): \(text)" }
+    }
+
+    private(set) var types: [String: String] = [:]
+    private(set) var helps: [String: String] = [:]
+    private(set) var samples: [Sample] = []
+
+    init(_ page: String) throws {
+        guard page.isEmpty || page.hasSuffix("\n") else { throw Malformed(line: 0, text: "", why: "no final newline") }
+        for (index, line) in page.split(separator: "\n", omittingEmptySubsequences: false).dropLast().enumerated() {
+            let number = index + 1
+            func fail(_ why: String) -> Malformed { Malformed(line: number, text: String(line), why: why) }
+            if line.hasPrefix("#") {
+                let parts = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
+                guard parts.count >= 3, parts[0] == "#" else { throw fail("a comment that is neither HELP nor TYPE") }
+                let name = String(parts[2])
+                guard Self.isMetricName(name) else { throw fail("bad family name") }
+                switch parts[1] {
+                case "TYPE":
+                    guard parts.count == 4, ["counter", "gauge", "histogram", "summary", "untyped"].contains(parts[3])
+                    else { throw fail("bad TYPE") }
+                    guard types[name] == nil else { throw fail("a second TYPE for \(name)") }
+                    guard !samples.contains(where: { family(of: $0.name) == name }) else {
+                        throw fail("TYPE after the family's samples")
+                    }
+                    types[name] = String(parts[3])
+                case "HELP":
+                    guard helps[name] == nil else { throw fail("a second HELP for \(name)") }
+                    helps[name] = parts.count == 4 ? String(parts[3]) : ""
+                default:
+                    throw fail("a comment that is neither HELP nor TYPE")
+                }
+                continue
+            }
+            samples.append(try Self.sample(line, fail))
+            guard family(of: samples.last!.name) != nil else { throw fail("a sample with no TYPE for its family") }
+        }
+    }
+
+    /// The family a sample's name belongs to, given the TYPE lines so far.
+    func family(of name: String) -> String? {
+        if types[name] != nil { return name }
+        for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) {
+            let base = String(name.dropLast(suffix.count))
+            if types[base] == "histogram" || types[base] == "summary" { return base }
+        }
+        return nil
+    }
+
+    /// The samples named `name` whose labels include `labels`.
+    func values(_ name: String, _ labels: [String: String] = [:]) -> [Double] {
+        samples.filter { sample in sample.name == name && labels.allSatisfy { k, v in sample.labels[k] == v } }
+            .map(\.value)
+    }
+
+    func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+        let found = values(name, labels)
+        return found.count == 1 ? found[0] : nil
+    }
+
+    static func isMetricName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, first.isASCIILetter || first == "_" || first == ":" else { return false }
+        return s.unicodeScalars.allSatisfy { $0.isASCIILetter || $0.isASCIIDigit || $0 == "_" || $0 == ":" }
+    }
+
+    static func isLabelName(_ s: String) -> Bool {
+        guard let first = s.unicodeScalars.first, first.isASCIILetter || first == "_" else { return false }
+        return s.unicodeScalars.allSatisfy { $0.isASCIILetter || $0.isASCIIDigit || $0 == "_" }
+    }
+
+    private static func sample(_ line: Substring, _ fail: (String) -> Malformed) throws -> Sample {
+        var rest = line[...]
+        let nameEnd = rest.firstIndex(where: { $0 == "{" || $0 == " " }) ?? rest.endIndex
+        let name = String(rest[..<nameEnd])
+        guard isMetricName(name) else { throw fail("bad metric name") }
+        rest = rest[nameEnd...]
+        var labels: [String: String] = [:]
+        if rest.first == "{" {
+            rest = rest.dropFirst()
+            while rest.first != "}" {
+                guard let eq = rest.firstIndex(of: "=") else { throw fail("a label with no '='") }
+                let label = String(rest[..<eq])
+                guard isLabelName(label), labels[label] == nil else { throw fail("bad or repeated label name") }
+                rest = rest[rest.index(after: eq)...]
+                guard rest.first == "\"" else { throw fail("an unquoted label value") }
+                rest = rest.dropFirst()
+                var value = ""
+                while true {
+                    guard let c = rest.first else { throw fail("an unterminated label value") }
+                    rest = rest.dropFirst()
+                    if c == "\"" { break }
+                    if c == "\\" {
+                        guard let e = rest.first else { throw fail("a dangling escape") }
+                        rest = rest.dropFirst()
+                        switch e {
+                        case "\\": value.append("\\")
+                        case "\"": value.append("\"")
+                        case "n": value.append("\n")
+                        default: throw fail("a bad escape")
+                        }
+                    } else {
+                        guard c != "\n" else { throw fail("a newline in a label value") }
+                        value.append(c)
+                    }
+                }
+                labels[label] = value
+                if rest.first == "," { rest = rest.dropFirst() } else if rest.first != "}" { throw fail("no ',' or '}'") }
+            }
+            rest = rest.dropFirst()
+        }
+        guard rest.first == " " else { throw fail("no space before the value") }
+        let fields = rest.dropFirst().split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 1 || (fields.count == 2 && Int64(fields[1]) != nil) else { throw fail("bad value or timestamp") }
+        let text = String(fields[0])
+        let value: Double
+        switch text {
+        case "+Inf": value = .infinity
+        case "-Inf": value = -.infinity
+        case "NaN": value = .nan
+        default:
+            guard text.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }), let v = Double(text) else {
+                throw fail("a value that is not a number")
+            }
+            value = v
+        }
+        return Sample(name: name, labels: labels, value: value)
+    }
+}
+
+extension Unicode.Scalar {
+    fileprivate var isASCIILetter: Bool { ("a"..."z").contains(self) || ("A"..."Z").contains(self) }
+    fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
+
+/// A GET (or another method) to 127.0.0.1 over a plain socket, as a scraper sends it: the
+/// status and the body.
+func httpRequest(port: Int, path: String, method: String = "GET") throws -> (status: Int, body: String) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    defer { close(fd) }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    let request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
+    _ = request.withCString { send(fd, $0, strlen($0), 0) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        bytes.append(contentsOf: buffer[..<n])
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let split = text.range(of: "\r\n\r\n") else { throw POSIXError(.EBADMSG) }
+    let statusLine = text[..<split.lowerBound].split(separator: "\r\n").first ?? ""
+    let parts = statusLine.split(separator: " ")
+    guard parts.count >= 2, let status = Int(parts[1]) else { throw POSIXError(.EBADMSG) }
+    return (status, String(text[split.upperBound...]))
+}
