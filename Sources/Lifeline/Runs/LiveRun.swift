@@ -211,7 +211,7 @@ public final class LiveRun: @unchecked Sendable {
             let outcome = host.reload(all: all)
             let what = outcome.failure == nil
                 ? "reload (generation \(outcome.generation)): \(outcome.summary)" : "reload \(outcome.summary)"
-            echo("\(stamp) -- \(signal): \(what)")
+            echo("[\(TimelineEvent.paddedSeconds(host.now.seconds))s] -- \(signal): \(what)")
             return outcome.failure
         }
         var what = step.description

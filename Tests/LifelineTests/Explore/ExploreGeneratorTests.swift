@@ -29,6 +29,7 @@ private func kind(_ step: Step) -> ExploreStepKind {
     case .runTasks: return .runTasks
     case .charging: return .charging
     case .network: return .network
+    case .reload: preconditionFailure("explore draws no reload: the files do not change during a run")
     }
 }
 
