@@ -46,6 +46,8 @@ public final class HostMetrics: Sendable {
         var memory: [String: Gauge] = [:]
         /// Each transfer not yet ended, by plugin and id, with its state.
         var transfers: [TransferKey: TransferState] = [:]
+        /// How many of `transfers` are in each state.
+        var transferCounts: [TransferState: Int] = [:]
     }
 
     private struct TransferKey: Hashable {
@@ -240,15 +242,20 @@ public final class HostMetrics: Sendable {
         }
     }
 
-    /// Moves a transfer to `state`, or forgets it (nil: it ended), and sets the gauges.
+    /// Moves a transfer to `state`, or forgets it (nil: it ended), and sets the gauges: the two
+    /// states it left and entered, counted as it moves, so a move costs the same with 10,000
+    /// transfers under way as with one.
     private func moveTransfer(_ event: TimelineEvent, to state: TransferState?) {
         guard let plugin = Self.string(event["plugin"]), case .int(let id) = event["transfer"] else { return }
         let key = TransferKey(plugin: plugin, id: id)
         let counts = tables.withLock { tables in
-            if let state { tables.transfers[key] = state } else { tables.transfers[key] = nil }
-            var counts: [TransferState: Int] = [:]
-            for state in tables.transfers.values { counts[state, default: 0] += 1 }
-            return counts
+            let old: TransferState?
+            if let state { old = tables.transfers.updateValue(state, forKey: key) } else {
+                old = tables.transfers.removeValue(forKey: key)
+            }
+            if let old { tables.transferCounts[old, default: 0] -= 1 }
+            if let state { tables.transferCounts[state, default: 0] += 1 }
+            return tables.transferCounts
         }
         for (state, gauge) in transferGauges { gauge.set(to: Double(counts[state] ?? 0)) }
     }

@@ -77,7 +77,9 @@ struct PrometheusText {
     }
 
     static func isMetricName(_ s: String) -> Bool {
-        guard let first = s.unicodeScalars.first, first.isASCIILetter || first == "_" || first == ":" else { return false }
+        guard let first = s.unicodeScalars.first, first.isASCIILetter || first == "_" || first == ":" else {
+            return false
+        }
         return s.unicodeScalars.allSatisfy { $0.isASCIILetter || $0.isASCIIDigit || $0 == "_" || $0 == ":" }
     }
 
@@ -122,13 +124,19 @@ struct PrometheusText {
                     }
                 }
                 labels[label] = value
-                if rest.first == "," { rest = rest.dropFirst() } else if rest.first != "}" { throw fail("no ',' or '}'") }
+                if rest.first == "," {
+                    rest = rest.dropFirst()
+                } else if rest.first != "}" {
+                    throw fail("no ',' or '}'")
+                }
             }
             rest = rest.dropFirst()
         }
         guard rest.first == " " else { throw fail("no space before the value") }
         let fields = rest.dropFirst().split(separator: " ", omittingEmptySubsequences: false)
-        guard fields.count == 1 || (fields.count == 2 && Int64(fields[1]) != nil) else { throw fail("bad value or timestamp") }
+        guard fields.count == 1 || (fields.count == 2 && Int64(fields[1]) != nil) else {
+            throw fail("bad value or timestamp")
+        }
         let text = String(fields[0])
         let value: Double
         switch text {
@@ -163,7 +171,9 @@ func httpRequest(port: Int, path: String, method: String = "GET") throws -> (sta
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
     let request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
