@@ -121,13 +121,13 @@ import Glibc
         let manager = try Manager()
         // WATCHDOG_USEC 0.2 s: a pet every 0.1 s.
         let service = try Service(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"], manager: manager, watchdogUsec: 200_000)
-        #expect(manager.waitFor("READY=1"))
-        #expect(manager.waitFor("WATCHDOG=1", count: 3))
+        try #require(manager.waitFor("READY=1"))
+        try #require(manager.waitFor("WATCHDOG=1", count: 3))
 
         let beforeReload = Manager.monotonicMicroseconds()
         service.signal(SIGHUP)
-        #expect(manager.waitFor("RELOADING=1"))
-        #expect(manager.waitFor("READY=1", count: 2))
+        try #require(manager.waitFor("RELOADING=1"))
+        try #require(manager.waitFor("READY=1", count: 2))
         let afterReload = Manager.monotonicMicroseconds()
         let petsSoFar = manager.messages.filter { Manager.lines($0.text).contains("WATCHDOG=1") }.count
         #expect(manager.waitFor("WATCHDOG=1", count: petsSoFar + 2))
@@ -150,6 +150,7 @@ import Glibc
         let firstReady = try #require(messages.firstIndex { $0.contains("READY=1") })
         let reloadIndex = try #require(messages.firstIndex { $0.contains("RELOADING=1") })
         let stopIndex = try #require(messages.firstIndex { $0.contains("STOPPING=1") })
+        try #require(firstReady < reloadIndex && reloadIndex < stopIndex)
         #expect(messages[firstReady..<reloadIndex].filter { $0.contains("WATCHDOG=1") }.count >= 3)
         #expect(messages[reloadIndex..<stopIndex].filter { $0.contains("WATCHDOG=1") }.count >= 2)
         // Every message is assignments, one a line.
@@ -174,17 +175,17 @@ import Glibc
         let service = try Service(
             ["--plugins", ws.plugins, "--state-dir", ws.path + "/state", "--transition-limit", "10"],
             manager: manager, watchdogUsec: 200_000)
-        #expect(manager.waitFor("READY=1"))
-        #expect(service.stderr.waitFor("spin begins"))
+        try #require(manager.waitFor("READY=1"))
+        try #require(service.stderr.waitFor("spin begins"))
         let began = Manager.monotonicMicroseconds()
-        #expect(service.stderr.waitFor("spin ends", timeout: 30))
+        try #require(service.stderr.waitFor("spin ends", timeout: 30))
         let ended = Manager.monotonicMicroseconds()
         let petsBefore = manager.messages.filter { $0.text == "WATCHDOG=1" }.count
         #expect(manager.waitFor("WATCHDOG=1", count: petsBefore + 3))
         service.signal(SIGTERM)
         #expect(service.wait() == 0, "\(service.stderr.text())")
 
-        #expect(ended - began >= 2_500_000, "the handler blocked for \(Double(ended - began) / 1e6) s")
+        try #require(ended - began >= 2_500_000, "the handler blocked for \(Double(ended - began) / 1e6) s")
         let pets = manager.messages.filter { Manager.lines($0.text).contains("WATCHDOG=1") }.map(\.at)
         // Petting went on before the handler and again after it…
         #expect(pets.filter { $0 < began }.count >= 3)
