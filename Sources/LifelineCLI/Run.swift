@@ -54,11 +54,20 @@ struct Run: ParsableCommand {
             valueName: "host:port"))
     var metrics: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Record the run as a scenario here, written as it goes: each step a signal or ctl carried out, and "
+                + "each HTTP answer a plugin got (bodies in FILE.d/). Replay it with lifeline simulate --scenario FILE.",
+            valueName: "file"))
+    var record: String?
+
     @OptionGroup var profileOptions: ProfileOptions
 
     @OptionGroup var pictures: PictureOptions
 
     func validate() throws {
+        if record == "-" { throw ValidationError("--record takes a file: the answers' bodies go in FILE.d/ beside it") }
+        checkWritable(record, "--record")
         guard ctlTimeout > 0, ctlTimeout <= 86_400 else {
             throw ValidationError("--ctl-timeout takes a number of seconds above 0, at most 86400 (a day)")
         }
@@ -87,6 +96,7 @@ struct Run: ParsableCommand {
             }
             live.colour = colour
             live.controlTimeout = ctlTimeout
+            if let record { live.recording = try RunRecording(path: record, profile: setup.profile) }
             live.onUnstoppableLoad = exitWithError
             // Bound before the plugins launch: a port in use ends the run at once (exit 69).
             let server = try hostMetrics.map { hostMetrics throws(LifelineError) in

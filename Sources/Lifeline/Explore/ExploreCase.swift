@@ -90,7 +90,7 @@ public struct ExploreCase: Equatable, Sendable {
     }
 
     /// A time in milliseconds as a scenario writes it: `0s`, `12s`, `1.5s`, `250ms`.
-    static func time(_ ms: Int64) -> String {
+    package static func time(_ ms: Int64) -> String {
         if ms % 1000 == 0 { return "\(ms / 1000)s" }
         if ms < 1000 { return "\(ms)ms" }
         let fraction = String(ms % 1000)
@@ -109,6 +109,10 @@ public struct ExploreCase: Equatable, Sendable {
         case .refuse(let delay): return "refuse" + after(delay)
         case .stream(let status, let size, let rate, let delay):
             return "\(status) size=\(size)B" + (rate.map { " rate=\(Int64($0))B/s" } ?? "") + after(delay)
+        case .recorded(let status, let headers, let file, let delay):
+            let words = (file.map { ["body=\($0)"] } ?? [])
+                + headers.map { "header=\($0.name):\(NetworkRule.encodeHeaderValue($0.value))" }
+            return ([String(status)] + words).joined(separator: " ") + after(delay)
         }
     }
 }

@@ -37,6 +37,9 @@ public final class LiveRun: @unchecked Sendable {
     /// connection sends one action as a scenario line writes it, and is answered `ok` or
     /// `error: MESSAGE` once the main executor has carried it out or refused it. Set before `run`.
     public var listensForControl = true
+    /// Where the run is recorded as a scenario (`lifeline run --record`): its steps, and the HTTP
+    /// answers plugins received. Set before `run`.
+    public var recording: RunRecording?
     /// How long a `lifeline ctl` connection waits for the main executor to carry out its step
     /// before it is answered that the host did not answer. Set before `run`.
     public var controlTimeout: Double = 30
@@ -103,7 +106,7 @@ public final class LiveRun: @unchecked Sendable {
                     onUnstoppableLoad(error)
                 }
             })
-        configuration.transport = transport
+        configuration.transport = recording.map { RecordingTransport(transport, recording: $0, clock: clock) } ?? transport
         configuration.transferTransport = transferTransport
         // Before the host exists: a state dir that another live run serves is refused first.
         let control = listensForControl
@@ -117,7 +120,10 @@ public final class LiveRun: @unchecked Sendable {
         self.host = host
         let signals = handlesSignals ? SignalSteps(
             clock: clock, perform: { [self] in echoAndPerform($0, $1) }, kill: { [self] in kill() }) : nil
-        executor.schedule(at: clock.now) { try? host.perform(.launch) }
+        executor.schedule(at: clock.now) { [recording] in
+            let at = host.now
+            if (try? host.perform(.launch)) != nil { recording?.step(.launch, at: at) }
+        }
         control?.start()
         executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
         signals?.cancel()
@@ -157,7 +163,9 @@ public final class LiveRun: @unchecked Sendable {
             problem = lack
         } else {
             do {
+                let at = host.now
                 try host.perform(step)
+                recording?.step(step, at: at)
                 return nil
             } catch {
                 problem = error.description
@@ -208,7 +216,10 @@ public final class LiveRun: @unchecked Sendable {
         let stamp = "[\(TimelineEvent.paddedSeconds(host.now.seconds))s]"
         if case .reload(let all) = step {
             // Echoed once done: the line says what the reload did, or why it changed nothing.
+            let at = host.now
             let outcome = host.reload(all: all)
+            // A refused reload changed nothing, so a replay has nothing to do.
+            if outcome.failure == nil { recording?.step(step, at: at) }
             let what = outcome.failure == nil
                 ? "reload (generation \(outcome.generation)): \(outcome.summary)" : "reload \(outcome.summary)"
             echo("[\(TimelineEvent.paddedSeconds(host.now.seconds))s] -- \(signal): \(what)")
@@ -234,6 +245,7 @@ public final class LiveRun: @unchecked Sendable {
     /// notification, nothing more runs.
     private func kill() {
         FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
+        recording?.step(.kill, at: clock.now)
         LiveRun.endAtOnce(listener, replies)
         try? setup.writeReport(recorder)
         exit(recorder.exitCode)

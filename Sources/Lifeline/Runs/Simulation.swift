@@ -48,12 +48,19 @@ public enum Simulation {
                 throw .badInput("\(scenario.fileName):\(entry.line): \(lack); run it with --profile ios13")
             }
         }
-        var configuration = configuration
-        configuration.loadFailurePolicy = .abort
-        configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch
         let executor = MainExecutor(clock: VirtualClock())
         // simulate never touches the real network: the scenario's http lines script it.
         let network = ScriptedNetwork(rules: scenario.network, executor: executor, fileName: scenario.fileName)
+        // A recording's body files are read when their answers are given: a missing one is the
+        // scenario's fault, said before anything runs.
+        for rule in scenario.network {
+            for case .recorded(_, _, let file?, _) in rule.results where network.recordedBody(file) == nil {
+                throw .badInput("\(scenario.fileName):\(rule.line): the body file '\(file)' cannot be read")
+            }
+        }
+        var configuration = configuration
+        configuration.loadFailurePolicy = .abort
+        configuration.epochAtStart = configuration.epochAtStart ?? fixedEpoch
         configuration.transport = network
         configuration.transferTransport = network
         configuration.transferJitterSeed = configuration.transferJitterSeed ?? 0

@@ -20,6 +20,12 @@ import Foundation
 ///   background transfers),
 ///   `hang` (no answer ever: the request's timeout or its task's expiration ends it), or
 ///   `refuse [in DURATION]` (connection refused).
+/// - `STATUS body=PATH [header=NAME:VALUE]… [in DURATION]`: the answer `lifeline run --record`
+///   writes. The body is the file at PATH (relative to the scenario's folder), and each header is
+///   given with its value percent-encoded (`%20` a space, `%2C` a comma, `%23` a `#`).
+/// - `TIME http once METHOD TARGET -> RESULT`: a recorded answer, given once. Such lines answer
+///   before every other: the matching requests take them in file order, whatever their time, as a
+///   cassette plays its exchanges back; once each is used, the other lines decide.
 /// - Several RESULTs separated by commas are a sequence: the line's first request gets the first,
 ///   the second the second, and every request after the last gets the last. A comma separates
 ///   answers when it stands outside a JSON body's brackets and strings and a result (a status,
@@ -38,6 +44,19 @@ public struct NetworkRule: Equatable, Sendable {
         /// after the request and arrives at `rate` bytes a second (all at once without a rate).
         /// Transfers write it to their file as it arrives; a plain request gets it in one piece.
         case stream(status: Int, size: Int64, rate: Double?, delay: Double)
+        /// `STATUS body=PATH header=NAME:VALUE…`: an answer as a live run recorded it, its body in
+        /// a file (nil: empty), its headers as they came.
+        case recorded(status: Int, headers: [RecordedHeader], bodyFile: String?, delay: Double)
+    }
+
+    /// A header of a recorded answer.
+    public struct RecordedHeader: Equatable, Sendable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     /// When the rule takes effect: requests sent from then on, until a later matching rule's time.
@@ -51,6 +70,8 @@ public struct NetworkRule: Equatable, Sendable {
     public var results: [Result]
     /// 1-based line number in the file, for messages.
     public var line: Int
+    /// `http once`: it answers one request, before every line that is not `once` (a recording).
+    public var once = false
 
     /// A rule with a sequence of answers; `results` must not be empty.
     public init(time: HostTime, method: String?, target: String, results: [Result], line: Int) {
@@ -266,6 +287,7 @@ public struct NetworkRule: Equatable, Sendable {
                 body = trimmed(bodyText[..<words[words.count - 2].startIndex])
             }
             if let stream = try parseStream(body, status: status, delay: delay, at: at) { return stream }
+            if let recorded = try parseRecorded(body, status: status, delay: delay, at: at) { return recorded }
             return .respond(status: status, body: String(body), delay: delay)
         }
     }
@@ -294,6 +316,45 @@ public struct NetworkRule: Equatable, Sendable {
             }
         }
         return .stream(status: status, size: size!, rate: rate, delay: delay)
+    }
+
+    /// `body=PATH header=NAME:VALUE…` in place of a body; nil when the body is not that.
+    private static func parseRecorded(
+        _ body: Substring, status: Int, delay: Double, at: String
+    ) throws(LifelineError) -> Result? {
+        let words = body.split(whereSeparator: isBlank)
+        guard let first = words.first, first.hasPrefix("body=") || first.hasPrefix("header=") else { return nil }
+        var file: String?
+        var headers: [RecordedHeader] = []
+        for word in words {
+            if word.hasPrefix("body="), file == nil, word.count > 5 {
+                file = String(word.dropFirst(5))
+            } else if word.hasPrefix("header="), let colon = word.firstIndex(of: ":"), colon > word.index(word.startIndex, offsetBy: 7),
+                let value = String(word[word.index(after: colon)...]).removingPercentEncoding
+            {
+                headers.append(RecordedHeader(name: String(word[word.index(word.startIndex, offsetBy: 7)..<colon]), value: value))
+            } else {
+                throw .badInput(
+                    "\(at): unexpected '\(word)' in a recorded answer; write 'STATUS body=PATH [header=NAME:VALUE]… "
+                        + "[in DURATION]', as in '200 body=run.scenario.d/1.body header=content-type:text/plain'")
+            }
+        }
+        return .recorded(status: status, headers: headers, bodyFile: file, delay: delay)
+    }
+
+    /// A header's value as a recorded answer writes it: percent-encoded where it would end the
+    /// word, start a comment or split a sequence, and where it is not plain visible ASCII.
+    public static func encodeHeaderValue(_ value: String) -> String {
+        var text = ""
+        for byte in value.utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if byte > 0x20 && byte < 0x7F && c != "%" && c != "," && c != "#" {
+                text.append(c)
+            } else {
+                text += String(format: "%%%02X", byte)
+            }
+        }
+        return text
     }
 
     private static func parseBytes(_ text: Substring, what: String, at: String) throws(LifelineError) -> Int64 {

@@ -159,12 +159,13 @@ public struct Scenario: Equatable, Sendable {
             if words[1] == "http" {
                 // The rest of the line, untouched: a body keeps its spaces. No order check: a rule's
                 // time says when it takes over, whatever the lines around it.
-                let rest = line[words[1].endIndex...]
+                let once = words.count > 2 && words[2] == "once"
+                let rest = line[(once ? words[2] : words[1]).endIndex...]
                 let parsed = try NetworkRule.parse(rest, at: at)
-                network.append(
-                    NetworkRule(
-                        time: time, method: parsed.method, target: parsed.target, results: parsed.results,
-                        line: lineNumber))
+                var rule = NetworkRule(
+                    time: time, method: parsed.method, target: parsed.target, results: parsed.results, line: lineNumber)
+                rule.once = once
+                network.append(rule)
                 continue
             }
             let parsed: Step?

@@ -1,3 +1,5 @@
+import Foundation
+
 /// `lifeline simulate`'s network: the scenario's `http` lines decide what every request gets, in
 /// virtual time. Nothing here touches the real network.
 ///
@@ -31,6 +33,18 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
         self.executor = executor
         self.fileName = fileName
         self.decided = Array(repeating: 0, count: rules.count)
+        self.hasOnceRules = rules.contains(where: \.once)
+    }
+
+    /// Whether any rule is `http once` (a recording's).
+    private let hasOnceRules: Bool
+
+    /// The bytes of a recorded answer's body file, relative to the scenario's folder; nil when it
+    /// cannot be read.
+    func recordedBody(_ file: String) -> [UInt8]? {
+        let folder = (fileName as NSString).deletingLastPathComponent
+        let path = file.hasPrefix("/") || folder.isEmpty ? file : folder + "/" + file
+        return FileManager.default.contents(atPath: path).map { [UInt8]($0) }
     }
 
     /// The rule that decides `request` now: among those whose time has come and that match it, the
@@ -42,9 +56,16 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
     /// The index in `rules` of `rule(for:)`.
     private func decidingIndex(for request: HTTPRequest) -> Int? {
         guard let url = HTTPURL(request.url) else { return nil }
+        // A recorded answer first: the first unused one that matches, whatever its time, so a
+        // replay gets the answers of its recording in order though its handlers took no time.
+        if hasOnceRules {
+            for (index, rule) in rules.enumerated() where rule.once && decided[index] == 0 {
+                if rule.matches(method: request.method, url: url) { return index }
+            }
+        }
         let now = executor.now
         var best: Int?
-        for (index, rule) in rules.enumerated() where rule.time <= now {
+        for (index, rule) in rules.enumerated() where rule.time <= now && !rule.once {
             // Strictly later only: a tie keeps the earlier line in the file.
             if let best, rules[best].time >= rule.time { continue }
             if rule.matches(method: request.method, url: url) { best = index }
@@ -87,6 +108,19 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
                     let json = body.hasPrefix("{") || body.hasPrefix("[")
                     let headers: HTTPFields = [.contentType: json ? "application/json" : "text/plain"]
                     answer = (delay, .success(HTTPResponse(status: status, headers: headers, body: bytes)))
+                }
+            case .recorded(let status, let recordedHeaders, let file, let delay):
+                if let file, recordedBody(file) == nil {
+                    answer = (delay, .failure(HTTPFailure(.connect, "the body file '\(file)' scripted at \(at) cannot be read")))
+                } else {
+                    let bytes = file.flatMap(recordedBody) ?? []
+                    var headers = HTTPFields()
+                    for h in recordedHeaders {
+                        if let name = HTTPField.Name(h.name) { headers.append(HTTPField(name: name, value: h.value)) }
+                    }
+                    answer = bytes.count > request.maximumBodyBytes
+                        ? (delay, .failure(HTTPFailure(.tooLarge, "the body file '\(file ?? "")' scripted at \(at) is \(bytes.count) bytes, more than the request's maximum of \(request.maximumBodyBytes)")))
+                        : (delay, .success(HTTPResponse(status: status, headers: headers, body: bytes)))
                 }
             case .stream(let status, let size, let rate, let delay):
                 // A plain request gets the whole body at once, when the last byte would arrive.
@@ -190,6 +224,11 @@ extension ScriptedNetwork: TransferTransport {
         case .stream(let status, let size, let rate, let delay):
             run.after(delay) {
                 run.serve(attempt, rule: rule, status: status, body: .zeros(size), rate: rate, report, completion)
+            }
+        case .recorded(let status, _, let file, let delay):
+            let bytes = file.flatMap(recordedBody) ?? []
+            run.after(delay) {
+                run.serve(attempt, rule: rule, status: status, body: .bytes(bytes), rate: nil, report, completion)
             }
         }
         return run

@@ -21,6 +21,8 @@ import NIOPosix
 //   /chain/N?ms=M    after M ms, 302 to /chain/N-1 (keeping the query); /chain/0 is 200
 //   /away            302 to http://localhost:PORT/ok (another host name for the same server)
 //   /hang            never answers; the connection stays open
+//   /sequence        the first request: 200, a JSON body and an X-Note header with a comma and a #;
+//                    the second: 503 "busy"; every later one: no answer, as /hang
 
 /// A running test server.
 final class TestServer: Sendable {
@@ -233,6 +235,12 @@ private final class RouteHandler: ChannelInboundHandler {
             respond(context, .found, headers: [("Location", "http://localhost:\(state.snapshot.port)/ok")])
         case "/hang":
             break  // no answer, ever
+        case "/sequence":
+            switch state.snapshot.requests["/sequence", default: 0] {
+            case 1: respond(context, .ok, headers: json + [("X-Note", "a, b # c")], body: Array(#"{"items":[1,2]}"#.utf8))
+            case 2: respond(context, .serviceUnavailable, body: Array("busy".utf8))
+            default: break
+            }
         default:
             if path.hasPrefix("/chain/"), let n = Int(path.dropFirst("/chain/".count)) {
                 let ms = query["ms"].flatMap { Int64($0) } ?? 0

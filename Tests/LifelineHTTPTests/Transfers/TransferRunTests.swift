@@ -16,11 +16,11 @@ final class ChildRun {
     let process = Process()
     let log: String
 
-    init(plugins: String, stateDir: String, log: String) throws {
+    init(plugins: String, stateDir: String, log: String, extra: [String] = []) throws {
         self.log = log
         FileManager.default.createFile(atPath: log, contents: nil)
         process.executableURL = URL(fileURLWithPath: lifelineBinary)
-        process.arguments = ["run", "--plugins", plugins, "--state-dir", stateDir]
+        process.arguments = ["run", "--plugins", plugins, "--state-dir", stateDir] + extra
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = FileHandle.nullDevice
         try process.run()

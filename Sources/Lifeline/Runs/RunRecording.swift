@@ -1,0 +1,199 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// `lifeline run --record FILE`: what happened to the app, written as a scenario that `lifeline
+/// simulate` replays. Each step a signal or `lifeline ctl` carried out is a line at its offset
+/// from the start (1 ms resolution), and each HTTP answer a plugin received is an `http once`
+/// line: its status, its headers, its body in a file beside the scenario (`FILE.d/N.body`), and
+/// the time it took; or `hang` and `refuse`.
+///
+/// Each line goes to the file in one `write` as it happens, so a run killed with SIGKILL leaves
+/// every line up to the kill, and any prefix of the file is a scenario that parses. Nothing here
+/// is charged to a plugin or recorded in the run's report.
+///
+/// Threading: any thread; lines are written under a lock, in the order they are given.
+public final class RunRecording: @unchecked Sendable {
+    public let path: String
+    private let fd: Int32
+    private let lock = NSLock()
+    private var bodies = 0
+    /// The body files' folder as the lines name it, relative to the scenario's folder.
+    private let bodyFolderName: String
+    private let bodyFolder: String
+    private var madeBodyFolder = false
+    private var failed = false
+
+    /// Creates (or empties) the file at `path` and writes its header: where it came from, and
+    /// the profile the run used, with a `limit` line for each figure a flag changed.
+    public convenience init(path: String, profile: Profile) throws(LifelineError) {
+        let named = (try? Profile.named(profile.name)) ?? profile
+        var limits: [String] = []
+        for figure in Profile.Figure.allCases {
+            if let seconds = figure.seconds, profile[keyPath: seconds] != named[keyPath: seconds] {
+                limits.append("\(figure.rawValue) \(ReportNumber.seconds(profile[keyPath: seconds]))s")
+            } else if figure == .taskLimit, profile.taskLimit != named.taskLimit {
+                limits.append("\(figure.rawValue) \(profile.taskLimit)")
+            }
+        }
+        try self.init(path: path, profileName: profile.name, limits: limits)
+    }
+
+    init(path: String, profileName: String, limits: [String]) throws(LifelineError) {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw .badInput("cannot write the recording '\(path)': \(String(cString: strerror(errno)))")
+        }
+        bodyFolderName = (path as NSString).lastPathComponent + ".d"
+        bodyFolder = path + ".d"
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        write(
+            "# recorded by lifeline run at \(stamp); replay it with lifeline simulate --scenario\n"
+                + "profile \(profileName)\n" + limits.map { "limit \($0)\n" }.joined())
+    }
+
+    deinit { close(fd) }
+
+    /// A step carried out at `time` since the start.
+    public func step(_ step: Step, at time: HostTime) {
+        write("\(Self.time(time)) \(step.description)\n")
+    }
+
+    /// What a request sent at `time` got, `seconds` later.
+    public enum Answer {
+        case response(HTTPResponse)
+        /// The connection was refused or failed.
+        case refused
+        /// No answer came before the request was given up (its timeout, its task's expiration, the
+        /// run's end).
+        case hang
+    }
+
+    /// An `http once` line for one request and its answer.
+    public func http(_ request: HTTPRequest, sentAt time: HostTime, after seconds: Double, _ answer: Answer) {
+        guard let url = HTTPURL(request.url) else { return }
+        let host = url.host.contains(":") ? "[\(url.host)]" : url.host
+        // The target as the scripted network matches it: host:port/path, the query included.
+        let target = "\(host):\(url.port)\(url.path)".replacingOccurrences(of: " ", with: "%20")
+            .replacingOccurrences(of: "#", with: "%23")
+        let took = seconds > 0 ? " in \(ExploreCase.time(Int64((seconds * 1000).rounded())))" : ""
+        let result: String
+        switch answer {
+        case .hang:
+            result = "hang"
+        case .refused:
+            result = "refuse" + took
+        case .response(let response):
+            var words = ["\(response.status)"]
+            if !response.body.isEmpty, let file = writeBody(response.body) { words.append("body=\(file)") }
+            for field in response.headers {
+                words.append("header=\(field.name.canonicalName):\(NetworkRule.encodeHeaderValue(field.value))")
+            }
+            result = words.joined(separator: " ") + took + "  # \(response.body.count) bytes"
+        }
+        write("\(Self.time(time)) http once \(request.method) \(target) -> \(result)\n")
+    }
+
+    /// Writes a body file; its name as a line gives it, or nil when it could not be written.
+    private func writeBody(_ bytes: [UInt8]) -> String? {
+        lock.lock()
+        defer { lock.unlock() }
+        if !madeBodyFolder {
+            try? FileManager.default.createDirectory(atPath: bodyFolder, withIntermediateDirectories: true)
+            madeBodyFolder = true
+        }
+        bodies += 1
+        let name = "\(bodies).body"
+        guard FileManager.default.createFile(atPath: bodyFolder + "/" + name, contents: Data(bytes)) else { return nil }
+        return bodyFolderName + "/" + name
+    }
+
+    /// One line, in one write: a kill cannot leave half of it.
+    private func write(_ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !failed else { return }
+        let bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                failed = true
+                FileHandle.standardError.write(
+                    Data("lifeline: the recording '\(path)' stopped: \(String(cString: strerror(errno)))\n".utf8))
+                return
+            }
+            done += n
+        }
+    }
+
+    /// `12.345s`, floored to the millisecond: a replay's step is never later than its record.
+    static func time(_ time: HostTime) -> String {
+        ExploreCase.time(max(0, time.nanoseconds / 1_000_000))
+    }
+}
+
+/// A transport that passes every request on and records what it got (`RunRecording`).
+public final class RecordingTransport: HTTPTransport {
+    private let inner: any HTTPTransport
+    private let recording: RunRecording
+    private let clock: any HostClock
+
+    public init(_ inner: any HTTPTransport, recording: RunRecording, clock: any HostClock) {
+        self.inner = inner
+        self.recording = recording
+        self.clock = clock
+    }
+
+    public func send(
+        _ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, HTTPFailure>) -> Void
+    ) -> any HTTPCancellable {
+        let sent = clock.now
+        let exchange = RecordedExchange(request: request, sent: sent, recording: recording, clock: clock)
+        let wire = inner.send(request) { result in
+            switch result {
+            case .success(let response): exchange.finish(.response(response))
+            case .failure(let failure) where failure.kind == .timeout: exchange.finish(.hang)
+            case .failure: exchange.finish(.refused)
+            }
+            completion(result)
+        }
+        return RecordedCancel(wire: wire, exchange: exchange)
+    }
+
+    /// One request's line, written once: by its answer, or by its cancellation (a hang).
+    private final class RecordedExchange: Sendable {
+        let request: HTTPRequest
+        let sent: HostTime
+        let recording: RunRecording
+        let clock: any HostClock
+        private let done = Locked(false)
+
+        init(request: HTTPRequest, sent: HostTime, recording: RunRecording, clock: any HostClock) {
+            self.request = request
+            self.sent = sent
+            self.recording = recording
+            self.clock = clock
+        }
+
+        func finish(_ answer: RunRecording.Answer) {
+            guard done.withLock({ done in
+                defer { done = true }
+                return !done
+            }) else { return }
+            recording.http(request, sentAt: sent, after: clock.now.seconds - sent.seconds, answer)
+        }
+    }
+
+    private struct RecordedCancel: HTTPCancellable {
+        let wire: any HTTPCancellable
+        let exchange: RecordedExchange
+        func cancel() {
+            exchange.finish(.hang)
+            wire.cancel()
+        }
+    }
+}
