@@ -30,6 +30,8 @@ public final class ServiceNotifier: Sendable {
     /// pet a little late still lands in time. Nil when the manager asks for none, or asks another
     /// process (`WATCHDOG_PID`).
     public let watchdogInterval: Double?
+    /// The last status line sent, so the heartbeat does not repeat what `ready` just said.
+    private let lastStatus = Locked<String?>(nil)
 
     /// The notifier for the socket that `environment`'s `NOTIFY_SOCKET` names; nil when it names
     /// none (unset or empty), or names something that is not a socket address: neither an
@@ -70,7 +72,8 @@ public final class ServiceNotifier: Sendable {
     /// `WATCHDOG_USEC`: the pets then vouch for the main executor itself. A handler that holds
     /// the executor holds the pets back, and a wedged host stops petting, so the manager restarts
     /// it. Each run of the job sends `STATUS=` with `status()` when it differs from the last one
-    /// sent. Call `stop` on the returned heartbeat once the executor has stopped.
+    /// sent, by the heartbeat or with any other message. Call `stop` on the returned heartbeat
+    /// once the executor has stopped.
     public func keepAlive(on executor: MainExecutor, every seconds: Double = 1, status: @escaping () -> String) -> Heartbeat {
         let period = max(0.001, min(watchdogInterval ?? seconds, seconds))
         return Heartbeat(notifier: self, executor: executor, period: period, status: status)
@@ -82,7 +85,6 @@ public final class ServiceNotifier: Sendable {
         private let executor: MainExecutor
         private let period: Double
         private let status: () -> String
-        private var shown: String?
         private var job: MainExecutor.JobID?
 
         fileprivate init(notifier: ServiceNotifier, executor: MainExecutor, period: Double, status: @escaping () -> String) {
@@ -102,10 +104,7 @@ public final class ServiceNotifier: Sendable {
         private func beat() {
             if notifier.watchdogInterval != nil { notifier.watchdogPet() }
             let text = status()
-            if text != shown {
-                notifier.status(text)
-                shown = text
-            }
+            if text != notifier.lastStatus.withLock({ $0 }) { notifier.status(text) }
             schedule()
         }
 
@@ -147,6 +146,7 @@ public final class ServiceNotifier: Sendable {
         if let status {
             if !text.isEmpty { text += "\n" }
             text += "STATUS=" + Self.oneLine(status)
+            lastStatus.withLock { $0 = status }
         }
         guard fd >= 0, !text.isEmpty else { return }
         var address = address

@@ -212,6 +212,17 @@ import Glibc
         ])
     }
 
+    @Test func heartbeat_doesNotRepeatTheStatusThatReadyCarried() throws {
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "200000"]) { $1 }))
+        let executor = MainExecutor(clock: VirtualClock())
+        notifier.ready(status: "active")
+        let heartbeat = notifier.keepAlive(on: executor) { "active" }
+        executor.run(until: .seconds(0.25), shouldStop: { false })
+        heartbeat.stop()
+        #expect(manager.drain() == ["READY=1\nSTATUS=active", "WATCHDOG=1", "WATCHDOG=1"])
+    }
+
     @Test func heartbeat_withoutAWatchdog_sendsOnlyStatusChanges_atMostEverySecond() throws {
         let manager = try Manager()
         let notifier = try #require(ServiceNotifier(environment: manager.environment))
