@@ -37,6 +37,11 @@ public final class LiveRun: @unchecked Sendable {
     /// connection sends one action as a scenario line writes it, and is answered `ok` or
     /// `error: MESSAGE` once the main executor has carried it out or refused it. Set before `run`.
     public var listensForControl = true
+    /// How the run tells a service manager what it does (sd_notify): READY after the launch,
+    /// RELOADING and READY around a reload, STOPPING at the end, WATCHDOG pets and STATUS lines
+    /// from the main executor. By default, systemd's when `NOTIFY_SOCKET` is set; nil: none. Set
+    /// before `run`.
+    public var serviceNotifier: ServiceNotifier? = ServiceNotifier()
     /// Where the run is recorded as a scenario (`lifeline run --record`): its steps, and the HTTP
     /// answers plugins received. Set before `run`.
     public var recording: RunRecording?
@@ -120,12 +125,20 @@ public final class LiveRun: @unchecked Sendable {
         self.host = host
         let signals = handlesSignals ? SignalSteps(
             clock: clock, perform: { [self] in echoAndPerform($0, $1) }, kill: { [self] in kill() }) : nil
+        let notifier = serviceNotifier
+        var heartbeat: ServiceNotifier.Heartbeat?
         executor.schedule(at: clock.now) { [recording] in
             let at = host.now
             if (try? host.perform(.launch)) != nil { recording?.step(.launch, at: at) }
+            guard let notifier else { return }
+            notifier.ready(status: LiveRun.status(host))
+            // The pets come from a job of this executor: a handler that holds it holds them back.
+            heartbeat = notifier.keepAlive(on: executor) { LiveRun.status(host) }
         }
         control?.start()
         executor.run(shouldStop: { host.isStopped || host.state == .ended }, afterJob: host.afterJob)
+        notifier?.stopping(status: LiveRun.status(host))
+        heartbeat?.stop()
         signals?.cancel()
         // Nothing runs on the main executor any more: a step still waiting will never be done.
         replies.end(with: LiveRun.endedReply)
@@ -217,7 +230,9 @@ public final class LiveRun: @unchecked Sendable {
         if case .reload(let all) = step {
             // Echoed once done: the line says what the reload did, or why it changed nothing.
             let at = host.now
+            serviceNotifier?.reloading(status: "reloading")
             let outcome = host.reload(all: all)
+            serviceNotifier?.ready(status: LiveRun.status(host))
             // A refused reload changed nothing, so a replay has nothing to do.
             if outcome.failure == nil { recording?.step(step, at: at) }
             let what = outcome.failure == nil
@@ -233,6 +248,12 @@ public final class LiveRun: @unchecked Sendable {
         return perform(
             step,
             refused: signal == "ctl" ? "ctl ignored: \(step.description)" : "signal ignored: \(signal) asks for \(step.description)")
+    }
+
+    /// The app's state as the service manager's status line shows it.
+    private static func status(_ host: LifelineHost) -> String {
+        ServiceNotifier.statusText(
+            state: host.state.rawValue, backgroundTasks: host.activeTaskCount, generation: host.pluginGeneration)
     }
 
     /// A line on stderr about a signal's or a ctl's step, bold on a terminal.
