@@ -22,6 +22,7 @@ let package = Package(
                 .product(name: "LifelineLua", package: "Lifeline"),
                 .product(name: "CLuaShims", package: "Lifeline"),
                 .product(name: "LifelineHTTP", package: "Lifeline"),
+                .product(name: "LifelineMetrics", package: "Lifeline"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -23,6 +23,7 @@ let rows: [(name: String, run: () -> Row)] = [
     ("queue.swift", queueSwiftRow),
     ("background.lua", backgroundRow),
     ("watchdog.overhead", watchdogOverheadRow),
+    ("watchdog.overhead.scraped", watchdogScrapedRow),
     ("watchdog.latency", watchdogLatencyRow),
     ("simulate.long", simulateLongRow),
     ("plugins.memory", pluginsMemoryRow),
