@@ -39,9 +39,10 @@ public final class LiveRun: @unchecked Sendable {
     public var listensForControl = true
     /// How the run tells a service manager what it does (sd_notify): READY after the launch,
     /// RELOADING and READY around a reload, STOPPING at the end, WATCHDOG pets and STATUS lines
-    /// from the main executor. By default, systemd's when `NOTIFY_SOCKET` is set; nil: none. Set
-    /// before `run`.
-    public var serviceNotifier: ServiceNotifier? = ServiceNotifier()
+    /// from the main executor. `lifeline run` sets systemd's, `ServiceNotifier()`, which is nil
+    /// unless `NOTIFY_SOCKET` is set; nil by default, so a run made by a library (a test under a
+    /// service manager, say) never speaks for its process. Set before `run`.
+    public var serviceNotifier: ServiceNotifier?
     /// Where the run is recorded as a scenario (`lifeline run --record`): its steps, and the HTTP
     /// answers plugins received. Set before `run`.
     public var recording: RunRecording?
@@ -267,6 +268,7 @@ public final class LiveRun: @unchecked Sendable {
     private func kill() {
         FileHandle.standardError.write(Data("-- SIGINT again: kill\nlifeline: killed\n".utf8))
         recording?.step(.kill, at: clock.now)
+        serviceNotifier?.stopping()
         LiveRun.endAtOnce(listener, replies)
         try? setup.writeReport(recorder)
         exit(recorder.exitCode)
