@@ -135,6 +135,15 @@ public final class LifelineHost: HostRequestHandler {
     public var activeTaskCount: Int { parts.tasks.activeCount }
     /// How late past its deadline the last overrunning call returned, in milliseconds (real time).
     public var lastOverrunLateness: Double? { parts.caller.lastOverrunLateness }
+    /// T2: seconds of background time left now; `.greatestFiniteMagnitude` while the app is not
+    /// in the background, as iOS's `backgroundTimeRemaining` says in the foreground. For observers
+    /// outside the host (the metrics page), on the main executor (`LiveRun.onMainExecutor`).
+    public var backgroundTimeRemaining: Double { parts.tasks.backgroundTimeRemaining }
+    /// Each plugin the app holds open now, by name, with its code: a reload's old generation may
+    /// still be there beside the new one, under the same name, until its tasks' time is up.
+    public var pluginCodes: [(name: String, code: any PluginCode)] {
+        session.plugins.filter { $0.standing != .unloaded }.map { ($0.ref.name, $0.code) }
+    }
     /// Waits under way, for tests: none may be left once the work is done.
     package var pendingWaits: Int { parts.waits.count }
 
