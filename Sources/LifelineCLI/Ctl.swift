@@ -18,8 +18,8 @@ struct Ctl: ParsableCommand {
             The actions are those of a scenario line: background, foreground,
             resign, activate, memory-warning, terminate, kill, force-quit, fetch,
             push [JSON], run-tasks [refresh|processing|IDENTIFIER],
-            charging on|off, network on|off. The words after the options are
-            joined with spaces.
+            charging on|off, network on|off, reload, reload all. The words after
+            the options are joined with spaces.
 
             The run listens on <state-dir>/control.sock (owner only). It answers
             one line: `ok` (printed on stdout) once the step is carried out, or

@@ -18,6 +18,8 @@ struct Run: ParsableCommand {
             Signals:
               SIGUSR1           background
               SIGUSR2           foreground
+              SIGHUP            reload the plugins: check them all, then give each
+                                changed one a new generation (docs/operations.md)
               SIGTERM, SIGINT   terminate
               a second SIGINT   kill
               SIGQUIT           force-quit: cancels every background transfer
