@@ -68,7 +68,8 @@ struct PluginOptions: ParsableArguments {
             descriptor.storeQuota = request.manifest.storeQuota
             descriptor.filesQuota = request.manifest.filesQuota
             descriptor.taskIdentifiers = request.manifest.taskIdentifiers
-            descriptor.fingerprint = PluginFingerprint.of(folder: (plugins as NSString).appendingPathComponent(request.folder))
+            let folder = (plugins as NSString).appendingPathComponent(request.folder)
+            descriptor.fingerprint = { PluginFingerprint.of(folder: folder) }
             all.append((request.folder, descriptor))
         }
         var seen: Set<String> = []

@@ -13,7 +13,10 @@ extension RunSetup {
         self.reportPath = reportPath
         isDrawn = pictures.any
         taskPolicy = profileOptions.policy
-        // A reload reads the folder again as it is then, with the same options and scenario.
-        reloadPlugins = { () throws(LifelineError) in try pluginOptions.descriptors(for: scenario) }
+        // A reload reads the folder again as it is then, with the same options and scenario. Only
+        // a live run and a scenario with a reload step can reload: the others fingerprint nothing.
+        if scenario?.reloads ?? true {
+            reloadPlugins = { () throws(LifelineError) in try pluginOptions.descriptors(for: scenario) }
+        }
     }
 }

@@ -87,7 +87,7 @@ public enum LuaPluginLoader {
                 try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
             }
             descriptor.taskIdentifiers = manifest.taskIdentifiers
-            descriptor.fingerprint = PluginFingerprint.of(folder: folder)
+            descriptor.fingerprint = { PluginFingerprint.of(folder: folder) }
             result.append(descriptor)
         }
         return result

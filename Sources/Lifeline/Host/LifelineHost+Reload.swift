@@ -70,11 +70,13 @@ extension LifelineHost {
 
         let before = Dictionary(descriptors.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let incoming = fresh.sorted { $0.name < $1.name }
+        var prints: [String: String] = [:]
+        for d in incoming { prints[d.name] = d.fingerprint?() }
         var outcome = ReloadOutcome(generation: pluginGeneration)
         var starting: [PluginDescriptor] = []
         for d in incoming {
-            if let old = before[d.name] {
-                if all || d.fingerprint == nil || d.fingerprint != old.fingerprint {
+            if before[d.name] != nil {
+                if all || prints[d.name] == nil || prints[d.name] != fingerprints[d.name] {
                     outcome.changed.append(d.name)
                     starting.append(d)
                 } else {
@@ -86,12 +88,8 @@ extension LifelineHost {
             }
         }
         outcome.removed = descriptors.map(\.name).filter { !names.contains($0) }
-        // Unchanged plugins keep the descriptors they were loaded from: their next launch makes
-        // them from the same files.
-        descriptors = incoming.map { d in
-            guard let old = before[d.name], old.fingerprint != nil, old.fingerprint == d.fingerprint else { return d }
-            return old
-        }
+        descriptors = incoming
+        fingerprints = prints
         guard !starting.isEmpty || !outcome.removed.isEmpty else {
             recordReload(outcome)
             return outcome

@@ -34,6 +34,9 @@ public final class LifelineHost: HostRequestHandler {
     var descriptors: [PluginDescriptor]
     /// The plugins' generation: 1 from the start, one more at each reload that changed a plugin.
     public internal(set) var pluginGeneration = 1
+    /// Each plugin's fingerprint as it was loaded, by name, when the host can be reloaded: what a
+    /// reload compares the files with.
+    var fingerprints: [String: String] = [:]
     /// The lifecycle's state machine, a pure value.
     var lifecycle = Lifecycle()
     /// This launch: what the components read.
@@ -52,6 +55,9 @@ public final class LifelineHost: HostRequestHandler {
         self.epochAtStart = configuration.epochAtStart ?? Date().timeIntervalSince1970
         self.logger = HostLogHandler.wrap(configuration.logger, now: { executor.now })
         self.descriptors = plugins.sorted { $0.name < $1.name }
+        if configuration.reloadPlugins != nil {
+            for d in descriptors { fingerprints[d.name] = d.fingerprint?() }
+        }
         self.executor = executor
         let recorder = recorder ?? Recorder(profile: configuration.profile)
         self.recorder = recorder

@@ -28,9 +28,11 @@ public struct PluginDescriptor: Sendable {
     public var filesQuota: Int?
     /// The task identifiers it may register and submit (plugin.toml's `[background] identifiers`).
     public var taskIdentifiers: [String] = []
-    /// What a reload compares to tell whether the plugin changed (`PluginFingerprint`); nil: it
-    /// cannot tell, and a reload always gives the plugin a new generation.
-    public var fingerprint: String?
+    /// Fingerprints the plugin's files as they are now (`PluginFingerprint`), which a reload
+    /// compares with what was loaded; nil, or a nil answer: it cannot tell, and a reload always
+    /// gives the plugin a new generation. Called only by a host that can be reloaded, so a run
+    /// that never reloads reads no file for it.
+    public var fingerprint: (@Sendable () -> String?)?
     /// Makes a new instance, or says why the plugin cannot be loaded (file:line where known).
     public var make: @Sendable () throws(LifelineError) -> any PluginInstance
 

@@ -65,6 +65,11 @@ public struct Scenario: Equatable, Sendable {
         self.uses = uses
     }
 
+    /// Whether a step reloads the plugins.
+    public var reloads: Bool {
+        entries.contains { if case .reload = $0.step { return true } else { return false } }
+    }
+
     /// Parses and validates a scenario. Every problem is reported with `fileName:line` before
     /// anything runs: syntax, unknown actions and units, steps whose time goes backwards, steps the
     /// lifecycle does not allow, and malformed `http` lines.
