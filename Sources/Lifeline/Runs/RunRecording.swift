@@ -10,8 +10,11 @@ import Foundation
 /// the time it took; or `hang` and `refuse`.
 ///
 /// Each line goes to the file in one `write` as it happens, so a run killed with SIGKILL leaves
-/// every line up to the kill, and any prefix of the file is a scenario that parses. Nothing here
-/// is charged to a plugin or recorded in the run's report.
+/// every line up to the kill, and any prefix of the file is a scenario that parses. A file that a
+/// log rotator copied and truncated starts again with the header and the steps that bring a
+/// launch to the app's state then, so it parses too; a rotator that moves the file leaves the
+/// run writing to the moved one. Nothing here is charged to a plugin or recorded in the run's
+/// report.
 ///
 /// Threading: any thread; lines are written under a lock, in the order they are given.
 public final class RunRecording: @unchecked Sendable {
@@ -24,6 +27,14 @@ public final class RunRecording: @unchecked Sendable {
     private let bodyFolder: String
     private var madeBodyFolder = false
     private var failed = false
+    /// The header's text, written again after a truncation.
+    private var header = ""
+    /// The bytes this recording has written to the file since it began or was last truncated:
+    /// a file found shorter was truncated under it.
+    private var written: Int64 = 0
+    /// The lifecycle as the recorded steps leave it, so that every step written is one the
+    /// scenario's parser allows there.
+    private var lifecycle = Lifecycle()
 
     /// Creates (or empties) the file at `path` and writes its header: where it came from, and
     /// the profile the run used, with a `limit` line for each figure a flag changed.
@@ -42,23 +53,49 @@ public final class RunRecording: @unchecked Sendable {
 
     init(path: String, profileName: String, limits: [String]) throws(LifelineError) {
         self.path = path
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // O_APPEND: after a rotator's truncation, lines go to the new end, not past a hole.
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw .badInput("cannot write the recording '\(path)': \(String(cString: strerror(errno)))")
         }
         bodyFolderName = (path as NSString).lastPathComponent + ".d"
         bodyFolder = path + ".d"
         let stamp = ISO8601DateFormatter().string(from: Date())
-        write(
-            "# recorded by lifeline run at \(stamp); replay it with lifeline simulate --scenario\n"
-                + "profile \(profileName)\n" + limits.map { "limit \($0)\n" }.joined())
+        header = "\(Self.headerStart) at \(stamp); replay it with lifeline simulate --scenario\n"
+            + "profile \(profileName)\n" + limits.map { "limit \($0)\n" }.joined()
+        write(header)
     }
+
+    /// How a recording's first line starts: the scenario parser forgives such a file a last line
+    /// cut short.
+    public static let headerStart = "# recorded by lifeline run"
 
     deinit { close(fd) }
 
     /// A step carried out at `time` since the start.
+    ///
+    /// The host accepts a few steps that a scenario's lifecycle would refuse there: after the
+    /// system relaunched the app in the background (for a transfer's events, a fetch), `foreground`
+    /// follows an ended app. Such a step is written after the `launch background` that stands for
+    /// the relaunch; one that even that cannot explain is written as a comment.
     public func step(_ step: Step, at time: HostTime) {
-        write("\(Self.time(time)) \(step.description)\n")
+        lock.lock()
+        let before = lifecycle.state
+        var text = "\(Self.time(time)) \(step.description)\n"
+        var attempt = lifecycle
+        if (try? attempt.apply(step)) == nil {
+            var relaunched = lifecycle
+            if (try? relaunched.apply(.launchInBackground)) != nil, (try? relaunched.apply(step)) != nil {
+                text = "\(Self.time(time)) \(Step.launchInBackground.description)\n" + text
+                attempt = relaunched
+            } else {
+                text = "# \(text)"
+                attempt = lifecycle
+            }
+        }
+        lifecycle = attempt
+        lock.unlock()
+        write(text, from: before)
     }
 
     /// What a request sent at `time` got, `seconds` later.
@@ -110,11 +147,21 @@ public final class RunRecording: @unchecked Sendable {
         return bodyFolderName + "/" + name
     }
 
-    /// One line, in one write: a kill cannot leave half of it.
-    private func write(_ text: String) {
+    /// One line, in one write: a kill cannot leave half of it. A file found shorter than what was
+    /// written was truncated by a rotator: the header and the steps that bring a launch to the
+    /// app's state go first, at 0 s, so the rest parses on its own.
+    ///
+    /// - Parameter state: the app's state the line starts from (a step's, before it); nil: now.
+    private func write(_ text: String, from state: AppState? = nil) {
         lock.lock()
         defer { lock.unlock() }
         guard !failed else { return }
+        var text = text
+        var info = stat()
+        if written > 0, fstat(fd, &info) == 0, Int64(info.st_size) < written {
+            written = 0
+            text = header + Self.prefix(to: state ?? lifecycle.state).map { "0s \($0.description)\n" }.joined() + text
+        }
         let bytes = Array(text.utf8)
         var done = 0
         while done < bytes.count {
@@ -127,6 +174,17 @@ public final class RunRecording: @unchecked Sendable {
                 return
             }
             done += n
+        }
+        written += Int64(bytes.count)
+    }
+
+    /// The steps that bring a fresh launch to `state`.
+    static func prefix(to state: AppState) -> [Step] {
+        switch state {
+        case .notRunning, .ended: return []
+        case .active: return [.launch]
+        case .inactive: return [.launch, .resign]
+        case .background, .suspended: return [.launchInBackground]
         }
     }
 

@@ -96,7 +96,10 @@ public struct Scenario: Equatable, Sendable {
         var lastStepTime = HostTime.zero
         var lineNumber = 0
         // "\r\n" is one Character in Swift, so CRLF files need it named as a separator.
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        var lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        // A recording (`lifeline run --record`) copied or cut while it was written may end in
+        // half a line: that line is not the run's, and goes.
+        if text.hasPrefix(RunRecording.headerStart), !text.hasSuffix("\n"), !lines.isEmpty { lines.removeLast() }
         for rawLine in lines {
             lineNumber += 1
             var line = Substring(rawLine)
