@@ -151,9 +151,6 @@ extension LifelineHost {
         let farewell = parts.subscriptions.subscriptions(to: .willUnload, plugin: slot)
         session.retire(ref)
         parts.timers.cancel(plugin: slot)
-        // Its scheduled tasks' handlers go now, so the new generation can register its own; its
-        // completions still open end with it. The requests stay, by name.
-        parts.system.remove(ref)
         let held = parts.tasks.activeIDs(of: ref.name)
         if !farewell.isEmpty {
             session.record(.willUnload, ("plugin", .string(ref.name)))
@@ -163,10 +160,14 @@ extension LifelineHost {
         }
         // Its handlers go after its last word: nothing else could be delivered meanwhile.
         parts.subscriptions.remove(plugin: slot)
+        // Its scheduled tasks' handlers go too, so the new generation can register its own (the
+        // requests stay, by name), and the scheduled tasks under way expire with its tasks.
+        parts.system.retire(ref)
+        guard session.isRunning else { return }
         parts.tasks.expire(held)
         guard session.isRunning else { return }
         let left = held.filter { parts.tasks.task($0) != nil }
-        if left.isEmpty { return close(ref, ending: []) }
+        if left.isEmpty && !parts.system.holdsCompletions(ref) { return close(ref, ending: []) }
         session.scheduleAppJob(at: now.adding(seconds: profile.expirationHandlerLimit)) { [weak self] in
             self?.close(ref, ending: left)
         }
@@ -182,6 +183,7 @@ extension LifelineHost {
             logger.warning(
                 "plugin '\(ref.name)': \(ended.count) background task(s) of the unloaded generation still running; ended")
         }
+        parts.system.dropCompletions(of: ref)
         session.record(.unloaded, ("plugin", .string(ref.name)), ("ended", .array(ended)))
         session.unload(ref)
         session.plugins[ref.slot].code.close()

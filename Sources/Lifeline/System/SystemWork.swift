@@ -42,6 +42,8 @@ final class SystemWork {
         var kind: CompletionKind
         var jobs: [MainExecutor.JobID]
         var handler: SystemTaskHandler?
+        /// Its expiration handler was called: a reload did it before its time.
+        var expired = false
     }
     /// Completions not called yet, by id: each keeps the app awake.
     private var completions: [Int: Completion] = [:]
@@ -240,7 +242,10 @@ final class SystemWork {
 
     /// A task's time is nearly out: its expiration handler is called.
     private func expire(_ id: Int) {
-        guard let completion = completions[id], case .task(let task) = completion.kind, session.isRunning else { return }
+        guard let completion = completions[id], case .task(let task) = completion.kind, session.isRunning,
+            !completion.expired
+        else { return }
+        completions[id]?.expired = true
         recordTask(.systemTaskExpiring, completion.pluginName, task)
         guard let handler = completion.handler else { return }
         let window = caller.openWindow(limit: session.profile.expirationHandlerLimit, handler: "expirationHandler")
@@ -429,8 +434,25 @@ final class SystemWork {
     /// Forgets one plugin's handlers and completions (it failed to load).
     func remove(_ plugin: PluginRef) {
         handlers[plugin.name] = nil
+        dropCompletions(of: plugin)
+    }
+
+    /// A reload ends `plugin`'s generation: its handlers go now, so the new generation can
+    /// register its own, and its scheduled tasks under way get their expiration handlers, as its
+    /// background tasks do. Its completions stay open, for its code to call, until it is closed
+    /// (`dropCompletions`).
+    func retire(_ plugin: PluginRef) {
+        handlers[plugin.name] = nil
+        for id in completions.keys.sorted() where completions[id]?.plugin == plugin.slot { expire(id) }
+    }
+
+    /// Drops the completions `plugin`'s code did not call: it is closed.
+    func dropCompletions(of plugin: PluginRef) {
         for (id, c) in completions where c.plugin == plugin.slot { finish(id) }
     }
+
+    /// Whether `plugin` has a completion open.
+    func holdsCompletions(_ plugin: PluginRef) -> Bool { completions.values.contains { $0.plugin == plugin.slot } }
 
     /// The app ended: this launch's handlers and completions go; the requests stay.
     func appEnded() {

@@ -37,6 +37,9 @@ private final class Reloading {
     static func write(_ folder: String, _ name: String, _ source: String) throws {
         try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
         try source.write(toFile: folder + "/" + name + "/init.lua", atomically: true, encoding: .utf8)
+        // Every plugin here may schedule the task "r".
+        try "[background]\nidentifiers = [\"r\"]\n".write(
+            toFile: folder + "/" + name + "/plugin.toml", atomically: true, encoding: .utf8)
     }
 
     /// Edits a plugin's init.lua at `seconds`, between two steps.
@@ -215,6 +218,37 @@ private func talker(_ version: String) -> String {
         #expect(lines.contains("15 unloaded plugin=a ended=[2]"))
         #expect(run.host.recorder.termination == nil)
         #expect(run.host.state == .active)
+    }
+
+    @Test func aScheduledTaskUnderWay_expiresWithItsGeneration_andTheNewOneRegistersItsOwnHandler() throws {
+        func source(_ version: String) -> String {
+            """
+            lifeline.tasks.register("r", function(task)
+              print("\(version) runs " .. task.identifier)
+              task.expirationHandler = function() print("\(version) task expiring") end
+            end)
+            if not lifeline.store.get("submitted") then
+              lifeline.store.set("submitted", true)
+              lifeline.tasks.submit{identifier = "r", kind = "refresh"}
+            end
+            print("\(version) loaded")
+            """
+        }
+        let run = try Reloading(["a": source("v1")], profile: profile { $0.expirationHandlerLimit = 5 })
+        run.at(0, .launch)
+        run.at(1, .background)
+        run.at(2, .runTasks(.all))
+        run.edit(at: 3, "a", source("v2"))
+        run.reload(at: 4)
+        run.run(until: 60)
+        #expect(run.outcomes.first?.changed == ["a"])
+        let logs = run.logs("a")
+        #expect(logs.contains("v1 runs r"), "\(logs)")
+        #expect(logs.contains("v1 task expiring"))
+        #expect(logs.last == "v2 loaded")
+        #expect(pluginErrors(run.host.recorder).isEmpty)
+        #expect(run.host.recorder.termination == nil)
+        #expect(run.lines.contains("9 unloaded plugin=a ended=[]"))
     }
 
     @Test func aReloadInTheBackground_givesAFreshBudget_andTheNewGenerationStartsThere() throws {
