@@ -29,7 +29,8 @@ public final class LiveRun: @unchecked Sendable {
     public let recorder: Recorder
     /// Whether `run` maps the process's signals to steps, as `lifeline run` does (on by default):
     /// SIGUSR1 background, SIGUSR2 foreground, SIGHUP reloads the plugins, SIGTERM and SIGINT
-    /// terminate, a second SIGINT kills, SIGQUIT force-quits. Each is echoed on stderr with what it does. Set before `run`.
+    /// terminate, a second SIGINT kills, SIGQUIT force-quits. Each is echoed on stderr with what
+    /// it does. Set before `run`.
     public var handlesSignals = true
     /// Whether the echo of a signal on stderr is bold. Set before `run`.
     public var colour = false
