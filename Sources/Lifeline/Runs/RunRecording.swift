@@ -36,22 +36,9 @@ public final class RunRecording: @unchecked Sendable {
     /// scenario's parser allows there.
     private var lifecycle = Lifecycle()
 
-    /// Creates (or empties) the file at `path` and writes its header: where it came from, and
-    /// the profile the run used, with a `limit` line for each figure a flag changed.
-    public convenience init(path: String, profile: Profile) throws(LifelineError) {
-        let named = (try? Profile.named(profile.name)) ?? profile
-        var limits: [String] = []
-        for figure in Profile.Figure.allCases {
-            if let seconds = figure.seconds, profile[keyPath: seconds] != named[keyPath: seconds] {
-                limits.append("\(figure.rawValue) \(ReportNumber.seconds(profile[keyPath: seconds]))s")
-            } else if figure == .taskLimit, profile.taskLimit != named.taskLimit {
-                limits.append("\(figure.rawValue) \(profile.taskLimit)")
-            }
-        }
-        try self.init(path: path, profileName: profile.name, limits: limits)
-    }
-
-    init(path: String, profileName: String, limits: [String]) throws(LifelineError) {
+    /// Creates (or empties) the file at `path` and writes its header: where it came from, then
+    /// the profile the run used, as `profile` and `limit` lines (none for ios13 as it is).
+    public init(path: String, profile: Profile) throws(LifelineError) {
         self.path = path
         // O_APPEND: after a rotator's truncation, lines go to the new end, not past a hole.
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
@@ -62,7 +49,7 @@ public final class RunRecording: @unchecked Sendable {
         bodyFolder = path + ".d"
         let stamp = ISO8601DateFormatter().string(from: Date())
         header = "\(Self.headerStart) at \(stamp); replay it with lifeline simulate --scenario\n"
-            + "profile \(profileName)\n" + limits.map { "limit \($0)\n" }.joined()
+            + ScenarioText.lines(naming: profile).map { $0 + "\n" }.joined()
         write(header)
     }
 
@@ -115,20 +102,17 @@ public final class RunRecording: @unchecked Sendable {
         // The target as the scripted network matches it: host:port/path, the query included.
         let target = "\(host):\(url.port)\(url.path)".replacingOccurrences(of: " ", with: "%20")
             .replacingOccurrences(of: "#", with: "%23")
-        let took = seconds > 0 ? " in \(ExploreCase.time(Int64((seconds * 1000).rounded())))" : ""
         let result: String
         switch answer {
         case .hang:
-            result = "hang"
+            result = ScenarioText.text(of: .hang)
         case .refused:
-            result = "refuse" + took
+            result = ScenarioText.text(of: .refuse(delay: seconds))
         case .response(let response):
-            var words = ["\(response.status)"]
-            if !response.body.isEmpty, let file = writeBody(response.body) { words.append("body=\(file)") }
-            for field in response.headers {
-                words.append("header=\(field.name.canonicalName):\(NetworkRule.encodeHeaderValue(field.value))")
-            }
-            result = words.joined(separator: " ") + took + "  # \(response.body.count) bytes"
+            let file = response.body.isEmpty ? nil : writeBody(response.body)
+            let headers = response.headers.map { NetworkRule.RecordedHeader(name: $0.name.canonicalName, value: $0.value) }
+            result = ScenarioText.text(of: .recorded(status: response.status, headers: headers, bodyFile: file, delay: seconds))
+                + "  # \(response.body.count) bytes"
         }
         write("\(Self.time(time)) http once \(request.method) \(target) -> \(result)\n")
     }
@@ -190,7 +174,7 @@ public final class RunRecording: @unchecked Sendable {
 
     /// `12.345s`, floored to the millisecond: a replay's step is never later than its record.
     static func time(_ time: HostTime) -> String {
-        ExploreCase.time(max(0, time.nanoseconds / 1_000_000))
+        ScenarioText.time(max(0, time.nanoseconds / 1_000_000))
     }
 }
 

@@ -110,10 +110,12 @@ public final class ScriptedNetwork: HTTPTransport, @unchecked Sendable {
                     answer = (delay, .success(HTTPResponse(status: status, headers: headers, body: bytes)))
                 }
             case .recorded(let status, let recordedHeaders, let file, let delay):
-                if let file, recordedBody(file) == nil {
+                // Read once: a file's body is read where it is answered.
+                let body = file.map(recordedBody)
+                if let file, body == .some(nil) {
                     answer = (delay, .failure(HTTPFailure(.connect, "the body file '\(file)' scripted at \(at) cannot be read")))
                 } else {
-                    let bytes = file.flatMap(recordedBody) ?? []
+                    let bytes = body.flatMap { $0 } ?? []
                     var headers = HTTPFields()
                     for h in recordedHeaders {
                         if let name = HTTPField.Name(h.name) { headers.append(HTTPField(name: name, value: h.value)) }

@@ -92,7 +92,7 @@ private func kind(_ step: Step) -> ExploreStepKind {
 
     @Test func timesAreWrittenAsTheyAreRead() throws {
         for ms: Int64 in [0, 1, 9, 999, 1000, 1001, 1050, 1500, 25_996, 60_000, 3_599_999, 86_400_000] {
-            let text = ExploreCase.time(ms)
+            let text = ScenarioText.time(ms)
             #expect(try Units.parseDuration(text, at: "t").milliseconds == ms, "\(text)")
         }
     }

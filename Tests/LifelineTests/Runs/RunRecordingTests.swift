@@ -28,7 +28,7 @@ import Glibc
             let scenario = try Scenario.parse(try text(path), fileName: path)
             #expect(scenario.entries.map(\.step) == [.launch, .background, .terminate])
             #expect(scenario.entries.map(\.time) == [HostTime(nanoseconds: 18_000_000), .seconds(1.439), .seconds(12)])
-            #expect(scenario.profileName == "ios13")
+            #expect(try scenario.profile() == .ios13)
         }
     }
 
