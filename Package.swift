@@ -130,7 +130,7 @@ let package = Package(
                 "LifelineLua", "Lifeline", "LifelineTesting", "CLuaShims", "CLua",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .testTarget(name: "LifelineCLITests", dependencies: ["Lifeline"]),
+        .testTarget(name: "LifelineCLITests", dependencies: ["Lifeline", "LifelineTesting"]),
         .testTarget(
             name: "LifelineMetricsTests",
             dependencies: ["LifelineMetrics", "Lifeline", "LifelineLua", "LifelineTesting"]),

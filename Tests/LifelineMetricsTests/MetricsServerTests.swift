@@ -2,6 +2,7 @@ import Foundation
 import Lifeline
 import LifelineLua
 import LifelineMetrics
+import LifelineTesting
 import Testing
 
 /// The metrics page served by a real NIO server on 127.0.0.1, read by a plain-socket scraper and

@@ -1,4 +1,5 @@
 import Foundation
+import LifelineTesting
 import Testing
 
 #if canImport(Glibc)
@@ -34,7 +35,7 @@ import Glibc
         let remaining = try #require(Self.value(page, "lifeline_background_time_remaining_seconds "))
         #expect(remaining > 0 && remaining <= 30)
         #expect(Self.value(page, #"lifeline_handler_calls_total{plugin="keeper",event="didEnterBackground"}"#) == 1)
-        #expect(try httpGet(port: port, path: "/").status == 404)
+        #expect(try httpRequest(port: port, path: "/").status == 404)
         live.signal(SIGTERM)
         #expect(live.wait() == 0)
     }
@@ -75,7 +76,7 @@ import Glibc
     }
 
     static func scrape(_ port: Int) throws -> String {
-        let (status, body) = try httpGet(port: port, path: "/metrics")
+        let (status, body) = try httpRequest(port: port, path: "/metrics")
         #expect(status == 200)
         return body
     }
@@ -103,37 +104,4 @@ import Glibc
         guard ok else { throw POSIXError(.EADDRINUSE) }
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
-}
-
-/// A GET to 127.0.0.1 over a plain socket, as a scraper sends it: the status and the body.
-func httpGet(port: Int, path: String) throws -> (status: Int, body: String) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw POSIXError(.EIO) }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-    let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
-    _ = request.withCString { send(fd, $0, strlen($0), 0) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let n = recv(fd, &buffer, buffer.count, 0)
-        if n <= 0 { break }
-        bytes.append(contentsOf: buffer[..<n])
-    }
-    let text = String(decoding: bytes, as: UTF8.self)
-    guard let split = text.range(of: "\r\n\r\n"),
-        let status = text[..<split.lowerBound].split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-    else { throw POSIXError(.EBADMSG) }
-    return (status, String(text[split.upperBound...]))
 }

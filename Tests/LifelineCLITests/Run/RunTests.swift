@@ -8,9 +8,17 @@ import Testing
         let stderr: Captured
         let stdout: Captured
 
-        init(_ arguments: [String]) throws {
+        /// - Parameters:
+        ///   - environment: variables set for the run, over this process's own.
+        ///   - unset: variables of this process's the run does not get.
+        init(_ arguments: [String], environment: [String: String] = [:], unset: [String] = []) throws {
             process.executableURL = URL(fileURLWithPath: CLI.binary)
             process.arguments = ["run"] + arguments
+            if !environment.isEmpty || !unset.isEmpty {
+                var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+                for name in unset { merged.removeValue(forKey: name) }
+                process.environment = merged
+            }
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
             process.standardError = err
@@ -29,6 +37,9 @@ import Testing
             process.waitUntilExit()
             return process.terminationStatus
         }
+
+        /// A test that stopped early (a failed `#require`) leaves no run behind.
+        deinit { if process.isRunning { process.terminate() } }
     }
 
     @Test func run_signalsDriveBackgroundForegroundAndTerminate() throws {

@@ -80,39 +80,10 @@ import Glibc
     }
 
     /// `lifeline run` with NOTIFY_SOCKET and WATCHDOG_USEC set as systemd sets them.
-    final class Service {
-        let process = Process()
-        let stderr: Captured
-        let stdout: Captured
-
-        init(_ arguments: [String], manager: Manager, watchdogUsec: Int) throws {
-            process.executableURL = URL(fileURLWithPath: CLI.binary)
-            process.arguments = ["run"] + arguments
-            var environment = ProcessInfo.processInfo.environment
-            environment["NOTIFY_SOCKET"] = manager.path
-            environment["WATCHDOG_USEC"] = String(watchdogUsec)
-            environment.removeValue(forKey: "WATCHDOG_PID")
-            process.environment = environment
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = err
-            stdout = Captured(out)
-            stderr = Captured(err)
-            try process.run()
-        }
-
-        func signal(_ signo: Int32) { kill(process.processIdentifier, signo) }
-
-        /// Waits for the process to end, killing it after `timeout` so a test cannot hang.
-        func wait(timeout: TimeInterval = 20) -> Int32 {
-            let deadline = Date().addingTimeInterval(timeout)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
-
-        deinit { if process.isRunning { process.terminate() } }
+    static func service(_ arguments: [String], manager: Manager, watchdogUsec: Int) throws -> RunTests.Live {
+        try RunTests.Live(
+            arguments, environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": String(watchdogUsec)],
+            unset: ["WATCHDOG_PID"])
     }
 
     @Test func run_tellsTheManager_ready_watchdog_reloading_ready_stopping_inOrder() throws {
@@ -120,7 +91,7 @@ import Glibc
         try ws.plugin("quiet", #"lifeline.on("didBecomeActive", function() end)"#)
         let manager = try Manager()
         // WATCHDOG_USEC 0.2 s: a pet every 0.1 s.
-        let service = try Service(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"], manager: manager, watchdogUsec: 200_000)
+        let service = try Self.service(["--plugins", ws.plugins, "--state-dir", ws.path + "/state"], manager: manager, watchdogUsec: 200_000)
         try #require(manager.waitFor("READY=1"))
         try #require(manager.waitFor("WATCHDOG=1", count: 3))
 
@@ -172,7 +143,7 @@ import Glibc
             end)
             """)
         let manager = try Manager()
-        let service = try Service(
+        let service = try Self.service(
             ["--plugins", ws.plugins, "--state-dir", ws.path + "/state", "--transition-limit", "10"],
             manager: manager, watchdogUsec: 200_000)
         try #require(manager.waitFor("READY=1"))
