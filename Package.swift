@@ -13,6 +13,12 @@ let package = Package(
         // What the tests share: plugins as closures, hosts driven by hand, a watchdog clock moved
         // by hand. For tests of code built on Lifeline, as HummingbirdTesting is for Hummingbird.
         .library(name: "LifelineTesting", targets: ["LifelineTesting"]),
+        // The whole command line as a library: a package of one's own builds its own `lifeline`
+        // with its own Swift plugins (`Lifeline.main(swiftPlugins:)`), without a fork.
+        .library(name: "LifelineCLI", targets: ["LifelineCLI"]),
+        // Apple's names (UIApplication, BGTaskScheduler, …) over the Swift plugin API, so code
+        // written for iOS compiles with only its imports changed.
+        .library(name: "LifelineBackgroundTasks", targets: ["LifelineBackgroundTasks"]),
         .executable(name: "lifeline", targets: ["lifeline"]),
     ],
     dependencies: [
@@ -98,16 +104,29 @@ let package = Package(
         // Swift plugins compiled into the host.
         .target(
             name: "HeartbeatPlugin", dependencies: ["Lifeline"], path: "plugins/heartbeat-swift", exclude: ["scenarios", "plugin.toml"]),
-        // The CLI: parses, then calls the libraries.
-        .executableTarget(
-            name: "lifeline",
+        // The C ABI of native plugins: lifeline_plugin.h, the one header a plugin includes
+        // (`lifeline --include-dir` prints its folder).
+        .target(name: "CLifelinePlugin"),
+        // Native plugins: a shared library loaded with dlopen, driven through the header's table.
+        .target(name: "LifelineNative", dependencies: ["Lifeline", "CLifelinePlugin"]),
+        // Apple's background-execution names, mapped onto PluginContext.
+        .target(name: "LifelineBackgroundTasks", dependencies: ["Lifeline"]),
+        // The CLI as a library: parses, then calls the libraries. The Swift plugins it knows are
+        // the ones its `main` is handed.
+        .target(
+            name: "LifelineCLI",
             dependencies: [
-                "Lifeline", "LifelineLua", "LifelineHTTP", "LifelineMetrics", "HeartbeatPlugin",
+                "Lifeline", "LifelineLua", "LifelineHTTP", "LifelineMetrics", "LifelineNative",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
+            ]
+        ),
+        // The `lifeline` binary: the CLI with the bundled Swift plugins compiled in.
+        .executableTarget(
+            name: "lifeline",
+            dependencies: ["LifelineCLI", "HeartbeatPlugin"],
             // Not Sources/lifeline: beside Sources/Lifeline, a case-insensitive disk merges them.
-            path: "Sources/LifelineCLI"
+            path: "Sources/LifelineMain"
         ),
         // The tests' shared helpers; no Lua, so the core's tests stand without it.
         .target(
@@ -124,6 +143,12 @@ let package = Package(
         // The rules' own tests: they build against the rules alone, which shows the rules stand
         // without the core.
         .testTarget(name: "LifelineRulesTests", dependencies: ["LifelineRules"]),
+        .testTarget(
+            name: "LifelineNativeTests",
+            dependencies: ["LifelineNative", "Lifeline", "LifelineTesting", "CLifelinePlugin"]),
+        .testTarget(
+            name: "LifelineBackgroundTasksTests",
+            dependencies: ["LifelineBackgroundTasks", "Lifeline", "LifelineTesting"]),
         .testTarget(
             name: "LifelineLuaTests",
             dependencies: [

@@ -1,11 +1,31 @@
 import ArgumentParser
 import Foundation
-import HeartbeatPlugin
 import Lifeline
 import LifelineLua
 import Logging
 
-@main
+/// The whole command line, for a binary's `main`. `lifeline` itself is
+///
+/// ```swift
+/// await Lifeline.main(swiftPlugins: [Heartbeat.self])
+/// ```
+///
+/// and a package of one's own builds its own `lifeline` the same way, with its own plugins: every
+/// subcommand then knows them by name (`swift = "NAME"` in a plugin.toml).
+public enum Lifeline {
+    /// Parses the process's arguments and runs the command; never returns.
+    public static func main(swiftPlugins: [any SwiftPlugin.Type] = []) async -> Never {
+        await main(plugins: swiftPlugins.map { $0.descriptor })
+    }
+
+    /// The same, with plugins as descriptors (a plugin made without `SwiftPlugin`).
+    public static func main(plugins: [PluginDescriptor]) async -> Never {
+        BuiltInPlugins.all = plugins
+        LifelineCommand.main()
+        exit(0)
+    }
+}
+
 struct LifelineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lifeline",
@@ -14,9 +34,10 @@ struct LifelineCommand: ParsableCommand {
     )
 }
 
-/// The Swift plugins compiled into this binary.
+/// The Swift plugins compiled into this binary: set once by `Lifeline.main`, before any command
+/// runs and before any other thread starts.
 enum BuiltInPlugins {
-    static let all: [PluginDescriptor] = [Heartbeat.descriptor]
+    nonisolated(unsafe) static var all: [PluginDescriptor] = []
 }
 
 /// Runs a command body, turning a LifelineError into its message and exit code.

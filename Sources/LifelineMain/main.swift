@@ -1,0 +1,6 @@
+import HeartbeatPlugin
+import LifelineCLI
+
+// The `lifeline` binary: the whole command line, with the bundled Swift plugin compiled in. A
+// package of one's own does the same with its own plugins (docs/swift-api.md).
+await Lifeline.main(swiftPlugins: [Heartbeat.self])

@@ -1,0 +1,1 @@
+// Native plugins: being written.
