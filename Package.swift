@@ -119,6 +119,13 @@ let package = Package(
                 "Lifeline", "LifelineLua", "LifelineHTTP", "LifelineMetrics", "LifelineNative",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            // The editor and lint files `lifeline new` writes (EditorFiles), compiled in as bytes.
+            resources: [
+                .embedInCode("Editors/luals/library/lifeline.lua"),
+                .embedInCode("Editors/luals/config.json"),
+                .embedInCode("Editors/luarc.json"),
+                .embedInCode("Editors/luacheckrc"),
             ]
         ),
         // The `lifeline` binary: the CLI with the bundled Swift plugins compiled in.
