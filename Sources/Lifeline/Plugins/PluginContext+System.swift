@@ -3,7 +3,7 @@
 /// `event.complete`; Swift plugins call it here.
 extension PluginContext {
     private func running() throws(SystemTaskError) {
-        guard isCurrent else { throw SystemTaskError("the app is not running") }
+        guard isCurrent else { throw SystemTaskError("the app is not running", reason: .unavailable) }
     }
 
     /// Registering and submitting start new work: refused while a reload unloads the plugin.

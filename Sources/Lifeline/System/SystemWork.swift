@@ -283,7 +283,7 @@ final class SystemWork {
     private func checkAvailable() throws(SystemTaskError) {
         guard session.profile.hasTaskScheduler else {
             throw SystemTaskError(
-                "BGTaskScheduler came with iOS 13, and profile \(session.profile.name) lacks it")
+                "BGTaskScheduler came with iOS 13, and profile \(session.profile.name) lacks it", reason: .unavailable)
         }
     }
 
@@ -291,7 +291,7 @@ final class SystemWork {
         guard session.taskIdentifiers(of: plugin).contains(identifier) else {
             throw SystemTaskError(
                 "'\(identifier)' is not a permitted identifier; list it in plugin.toml: [background] identifiers = "
-                    + "[\"\(identifier)\"]")
+                    + "[\"\(identifier)\"]", reason: .notPermitted)
         }
     }
 

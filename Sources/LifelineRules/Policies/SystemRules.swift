@@ -81,8 +81,22 @@ public struct SystemTaskInfo: Equatable, Sendable {
 
 /// Why the system refused a call: the message names the rule.
 public struct SystemTaskError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Which rule refused, for callers that answer with codes of their own (BGTaskScheduler's).
+    public enum Reason: String, Equatable, Sendable {
+        /// The profile has no task scheduler, or the app is not running.
+        case unavailable
+        /// The identifier is not listed in plugin.toml's `[background] identifiers`.
+        case notPermitted
+        /// The plugin has as many requests of the kind pending as it may.
+        case tooManyPending
+        case other
+    }
     public var message: String
-    public init(_ message: String) { self.message = message }
+    public var reason: Reason
+    public init(_ message: String, reason: Reason = .other) {
+        self.message = message
+        self.reason = reason
+    }
     public var description: String { message }
 }
 

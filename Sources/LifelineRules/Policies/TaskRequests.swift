@@ -105,7 +105,8 @@ package struct TaskRequests {
             let limit = SystemTaskRequest.pendingLimit(request.kind)
             guard all.count(where: { $0.plugin == plugin && $0.request.kind == request.kind }) < limit else {
                 throw SystemTaskError(
-                    "too many pending \(request.kind.rawValue) requests: a plugin may have \(limit) pending at once")
+                    "too many pending \(request.kind.rawValue) requests: a plugin may have \(limit) pending at once",
+                    reason: .tooManyPending)
             }
         }
         let entry = Request(
