@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Lifeline
 import LifelineLua
+import LifelineNative
 import Logging
 
 /// The whole command line, for a binary's `main`. `lifeline` itself is
@@ -32,6 +33,21 @@ struct LifelineCommand: ParsableCommand {
         abstract: "A plugin host with the app lifecycle and background-execution rules of iOS.",
         subcommands: [Simulate.self, Run.self, Ctl.self, Check.self, Transfers.self, TestCommand.self, Explore.self]
     )
+
+    @Flag(
+        help: ArgumentHelp(
+            "Print the folder that holds lifeline_plugin.h, the C header of native plugins, and exit: "
+                + "cc -shared -fPIC -I\"$(lifeline --include-dir)\" plugin.c -o plugin.so"))
+    var includeDir = false
+
+    func run() throws {
+        // Without the flag, what a command of subcommands does by default: its help.
+        guard includeDir else { throw CleanExit.helpRequest(self) }
+        try runReportingErrors { () throws(LifelineError) -> Int32 in
+            print(try NativeHeader.includeDirectory())
+            return 0
+        }
+    }
 }
 
 /// The Swift plugins compiled into this binary: set once by `Lifeline.main`, before any command

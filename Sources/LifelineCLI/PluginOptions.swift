@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Lifeline
 import LifelineLua
+import LifelineNative
 
 /// Which plugins a command runs, and how their [config] is overridden for the run.
 struct PluginOptions: ParsableArguments {
@@ -56,11 +57,18 @@ struct PluginOptions: ParsableArguments {
                 all.append((request.folder, LuaPluginLoader.failing(request.folder, .swift, failure)))
                 continue
             }
+            if request.manifest.nativeLibrary != nil {
+                let folder = (plugins as NSString).appendingPathComponent(request.folder)
+                all.append(
+                    (request.folder, NativePlugins.descriptor(name: request.folder, folder: folder, manifest: request.manifest)))
+                continue
+            }
             guard var descriptor = BuiltInPlugins.all.first(where: { $0.name == request.swiftName }) else {
                 let known = BuiltInPlugins.all.map(\.name).sorted().joined(separator: ", ")
                 let message =
                     "\(plugins)/\(request.folder)/plugin.toml:\(request.manifest.swiftPluginLine): no Swift plugin "
                     + "named '\(request.swiftName)' is compiled into lifeline (compiled in: \(known))"
+                    + NewPlugin.ownLifelineHint(plugins: plugins, folder: request.folder)
                 all.append((request.folder, LuaPluginLoader.failing(request.swiftName, .swift, message)))
                 continue
             }

@@ -21,7 +21,8 @@ public enum LuaPluginLoader {
     }
 
     /// A subfolder of the plugins folder that names a Swift plugin compiled into the host
-    /// (plugin.toml's `swift = "NAME"`, and no init.lua).
+    /// (plugin.toml's `swift = "NAME"`, and no init.lua), or a native plugin (`native = "x.so"`:
+    /// its manifest's `nativeLibrary`; `swiftName` is then the folder's name).
     public struct SwiftPluginRequest: Sendable {
         /// The subfolder's name.
         public var folder: String
@@ -65,6 +66,14 @@ public enum LuaPluginLoader {
                         name, .lua,
                         "\(folder)/plugin.toml:\(manifest.swiftPluginLine): the folder has an init.lua, so it "
                             + "is a Lua plugin; swift = \"\(swift)\" belongs in a folder of its own, without init.lua"))
+                continue
+            }
+            if let native = manifest.nativeLibrary {
+                result.append(
+                    failing(
+                        name, .lua,
+                        "\(folder)/plugin.toml:\(manifest.nativeLibraryLine): the folder has an init.lua, so it "
+                            + "is a Lua plugin; native = \"\(native)\" belongs in a folder of its own, without init.lua"))
                 continue
             }
             let memory = manifest.memoryLimit ?? PluginManifest.defaultMemoryLimit
@@ -124,6 +133,9 @@ public enum LuaPluginLoader {
                 let manifest = try readManifest(folder + "/plugin.toml", in: folder)
                 if let swift = manifest.swiftPlugin {
                     result.append(SwiftPluginRequest(folder: name, swiftName: swift, manifest: manifest))
+                } else if manifest.nativeLibrary != nil {
+                    // A native plugin (native = "x.so") is named after its folder, as a Lua plugin is.
+                    result.append(SwiftPluginRequest(folder: name, swiftName: name, manifest: manifest))
                 }
             } catch {
                 result.append(SwiftPluginRequest(folder: name, swiftName: name, manifest: PluginManifest(), failure: error.message))

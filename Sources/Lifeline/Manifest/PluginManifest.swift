@@ -23,6 +23,11 @@ public struct PluginManifest: Equatable, Sendable {
     public var swiftPlugin: String?
     /// The line of the `swift` key, for messages.
     public var swiftPluginLine = 0
+    /// `native = "PATH"`: this folder is a native plugin, the shared library at PATH, a path
+    /// relative to the folder and inside it. Checked here for its shape; the loader checks the file.
+    public var nativeLibrary: String?
+    /// The line of the `native` key, for messages.
+    public var nativeLibraryLine = 0
 
     /// The memory cap of a plugin whose manifest sets none: 32 MiB.
     public static let defaultMemoryLimit = 32 * 1024 * 1024
@@ -115,11 +120,32 @@ public struct PluginManifest: Equatable, Sendable {
                 guard !name.isEmpty else { throw reader.fail(line, "swift must name a Swift plugin, as in swift = \"heartbeat\"") }
                 manifest.swiftPlugin = name
                 manifest.swiftPluginLine = line
+            case "native":
+                let path = try reader.string(value, "native", line)
+                guard !path.isEmpty else {
+                    throw reader.fail(line, "native must name a shared library in the plugin's folder, as in native = \"notes.so\"")
+                }
+                guard !path.hasPrefix("/") else {
+                    throw reader.fail(line, "native = \"\(path)\" is an absolute path; give a path inside the plugin's folder, "
+                        + "as in native = \"notes.so\"")
+                }
+                guard !path.split(separator: "/", omittingEmptySubsequences: false).contains("..") else {
+                    throw reader.fail(line, "native = \"\(path)\" leads out of the plugin's folder ('..'); a plugin's files "
+                        + "must be inside its own folder")
+                }
+                guard !path.utf8.contains(0) else { throw reader.fail(line, "native must not contain a NUL byte") }
+                manifest.nativeLibrary = path
+                manifest.nativeLibraryLine = line
             default:
                 let what = if case .table = value { "table [\(key)]" } else { "key '\(key)'" }
-                throw reader.fail(line, "unknown \(what); plugin.toml may contain version, description, swift, "
+                throw reader.fail(line, "unknown \(what); plugin.toml may contain version, description, swift, native, "
                     + "[permissions], [limits], [background] and [config]")
             }
+        }
+        if let swift = manifest.swiftPlugin, let native = manifest.nativeLibrary {
+            let line = max(manifest.swiftPluginLine, manifest.nativeLibraryLine)
+            throw reader.fail(line, "swift = \"\(swift)\" and native = \"\(native)\" both name the plugin's code; a folder "
+                + "holds one plugin, so keep one of them")
         }
         return manifest
     }

@@ -2,6 +2,8 @@
 public enum PluginKind: String, Sendable {
     case lua
     case swift
+    /// A shared library loaded over the C ABI (lifeline_plugin.h).
+    case native
 }
 
 /// One live instance of a plugin, for one launch of the app. The core knows nothing of what runs

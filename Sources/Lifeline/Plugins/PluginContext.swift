@@ -54,7 +54,7 @@ public final class PluginContext: @unchecked Sendable {
     }
 
     private var session: AppSession { parts.session }
-    var isCurrent: Bool { session.isCurrent(ref) }
+    package var isCurrent: Bool { session.isCurrent(ref) }
     /// Whether a reload is ending this plugin's generation: it may end what it began, and start
     /// nothing new.
     public var isUnloading: Bool { session.isCurrent(ref) && session.isRetiring(ref) }

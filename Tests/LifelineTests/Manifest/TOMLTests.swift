@@ -437,7 +437,7 @@ func manifest_memoryWithUnknownUnit_failsListingUnits(text: String) {
 
 @Test func manifest_unknownTopLevelKey_failsNamingValidOnes() {
     let message = manifestError("version = \"1\"\nname = \"x\"")
-    #expect(message == "file.toml:2: unknown key 'name'; plugin.toml may contain version, description, swift, "
+    #expect(message == "file.toml:2: unknown key 'name'; plugin.toml may contain version, description, swift, native, "
         + "[permissions], [limits], [background] and [config]")
 }
 
