@@ -31,7 +31,7 @@ struct LifelineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lifeline",
         abstract: "A plugin host with the app lifecycle and background-execution rules of iOS.",
-        subcommands: [Simulate.self, Run.self, Ctl.self, Check.self, Transfers.self, TestCommand.self, Explore.self]
+        subcommands: [Simulate.self, Run.self, Ctl.self, Check.self, Transfers.self, TestCommand.self, Explore.self, New.self]
     )
 
     @Flag(

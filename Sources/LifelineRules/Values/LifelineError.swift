@@ -7,6 +7,7 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
         case badInput
         case internalError
         case unavailable
+        case cannotCreate
     }
 
     private let code: Code
@@ -25,6 +26,9 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
     /// A service the command needs cannot be had: an address to listen on is taken (exit 69,
     /// sysexits' EX_UNAVAILABLE).
     public static func unavailable(_ message: String) -> LifelineError { .init(.unavailable, message) }
+    /// What the command would write is already there, or cannot be made: `lifeline new` never
+    /// writes over a folder (exit 73, sysexits' EX_CANTCREAT).
+    public static func cannotCreate(_ message: String) -> LifelineError { .init(.cannotCreate, message) }
     /// A fault of the host itself (exit 70).
     public static func internalError(_ message: String) -> LifelineError { .init(.internalError, message) }
 
@@ -35,6 +39,7 @@ public struct LifelineError: Error, Equatable, Sendable, CustomStringConvertible
         case .badInput: return 65
         case .internalError: return 70
         case .unavailable: return 69
+        case .cannotCreate: return 73
         }
     }
 
