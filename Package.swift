@@ -111,6 +111,10 @@ let package = Package(
         .target(name: "LifelineNative", dependencies: ["Lifeline", "CLifelinePlugin"]),
         // Apple's background-execution names, mapped onto PluginContext.
         .target(name: "LifelineBackgroundTasks", dependencies: ["Lifeline"]),
+        // Apple's documented background-task examples, unchanged but for imports, as a plugin.
+        .target(
+            name: "AppleSamplesPlugin", dependencies: ["LifelineBackgroundTasks"], path: "plugins/apple-samples",
+            exclude: ["scenarios", "plugin.toml"]),
         // The CLI as a library: parses, then calls the libraries. The Swift plugins it knows are
         // the ones its `main` is handed.
         .target(
@@ -131,7 +135,7 @@ let package = Package(
         // The `lifeline` binary: the CLI with the bundled Swift plugins compiled in.
         .executableTarget(
             name: "lifeline",
-            dependencies: ["LifelineCLI", "HeartbeatPlugin"],
+            dependencies: ["LifelineCLI", "HeartbeatPlugin", "AppleSamplesPlugin"],
             // Not Sources/lifeline: beside Sources/Lifeline, a case-insensitive disk merges them.
             path: "Sources/LifelineMain"
         ),
@@ -155,7 +159,7 @@ let package = Package(
             dependencies: ["LifelineNative", "Lifeline", "LifelineTesting", "CLifelinePlugin"]),
         .testTarget(
             name: "LifelineBackgroundTasksTests",
-            dependencies: ["LifelineBackgroundTasks", "Lifeline", "LifelineTesting"]),
+            dependencies: ["LifelineBackgroundTasks", "Lifeline", "LifelineTesting", "AppleSamplesPlugin"]),
         .testTarget(
             name: "LifelineLuaTests",
             dependencies: [

@@ -114,7 +114,7 @@ public final class BGTaskScheduler: @unchecked Sendable {
             request.earliestBeginDate = Date(timeIntervalSinceNow: max(0, pending.earliestBegin - context.now))
             return request
         }
-        context.after(0) { app.run { completionHandler(requests) } }
+        app.soon { completionHandler(requests) }
     }
 }
 

@@ -91,6 +91,15 @@ final class AppleApp {
         { [weak context] result in _ = try? context?.complete(event, result.fetchResult) }
     }
 
+    /// Runs `work` on a later turn of the main executor, with this app current. Until it has run,
+    /// the app is not suspended (it is a slice of a Swift task, which holds the app awake, T7), as
+    /// an iOS app's main queue runs what was dispatched to it before the app is suspended.
+    func soon(_ work: @escaping () -> Void) {
+        guard let context else { return }
+        let job = Unchecked((app: self, work: work))
+        context.task { job.value.app.run(job.value.work) }
+    }
+
     // MARK: - Which app is current
 
     /// The app whose plugin's code is running, if any.
@@ -146,4 +155,10 @@ public func print(_ items: Any..., separator: String = " ", terminator: String =
     } else {
         Swift.print(text, terminator: terminator)
     }
+}
+
+/// A value that only ever runs on the main executor, handed through a `@Sendable` closure.
+struct Unchecked<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }

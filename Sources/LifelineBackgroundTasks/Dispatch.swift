@@ -8,19 +8,26 @@ import Dispatch
 // The host's rules are kept on its clock (virtual in simulate), and a report must be the same
 // for the same input. So a block never runs beside the main executor:
 //
-// - `DispatchQueue.main.async` runs the block on a later turn of the main executor.
-// - `DispatchQueue.global().async` runs it on a thread of its own, a worker, but only while the
-//   main executor waits: the main executor hands the worker the turn and waits until the worker
-//   finishes or waits on a `DispatchSemaphore`; a `signal` hands the turn back the same way. Code
-//   on a worker may block, as iOS code on a global queue does, and its blocking takes host time
-//   (the time until the signal), never wall-clock time.
+// - `DispatchQueue.main.async` runs the block on a later turn of the main executor; the app is
+//   not suspended before it has run.
+// - `DispatchQueue.global().async` runs it on a thread of its own, a worker, at once, but only
+//   while the caller waits: the caller hands the worker the turn and waits until the worker
+//   finishes or waits on a `DispatchSemaphore`; a `signal` hands the turn back the same way. On
+//   iOS the block would run beside the caller; here it runs first, which is one of the orders iOS
+//   could give, and always the same one. Code on a worker may block, as iOS code on a global queue
+//   does, and its blocking takes host time (the time until the signal), never wall-clock time.
 //
 // One thread runs at a time, so the module's state and the host's need no lock. A worker still
 // waiting when its app ends stays blocked; its thread is leaked, a few kilobytes, until the
 // process exits.
 
+/// Dispatch's queue type, as code that imports LifelineBackgroundTasks names it. An alias, not a
+/// class of that name: the Swift compiler takes the closures of any type named `DispatchQueue`
+/// to be `@Sendable`, which would refuse Apple's code under Swift 6 for no reason here.
+public typealias DispatchQueue = HostDispatchQueue
+
 /// A queue blocks are dispatched to.
-public final class DispatchQueue: @unchecked Sendable {
+public final class HostDispatchQueue: @unchecked Sendable {
     private let isMain: Bool
     public let label: String
 
@@ -30,12 +37,12 @@ public final class DispatchQueue: @unchecked Sendable {
     }
 
     /// The main executor's queue: blocks run on later turns, in order.
-    public static let main = DispatchQueue(label: "com.apple.main-thread", isMain: true)
-    private static let globalQueue = DispatchQueue(label: "com.apple.root.default-qos", isMain: false)
+    public static let main = HostDispatchQueue(label: "com.apple.main-thread", isMain: true)
+    private static let globalQueue = HostDispatchQueue(label: "com.apple.root.default-qos", isMain: false)
 
     /// The global queue: each block runs on a worker (see above). Every quality of service is the
     /// same one.
-    public class func global(qos: Dispatch.DispatchQoS.QoSClass = .default) -> DispatchQueue { globalQueue }
+    public class func global(qos: Dispatch.DispatchQoS.QoSClass = .default) -> HostDispatchQueue { globalQueue }
 
     /// Runs `work` later, with the dispatching plugin current. Outside plugin code nothing runs it.
     public func async(execute work: @escaping () -> Void) {
@@ -49,10 +56,11 @@ public final class DispatchQueue: @unchecked Sendable {
 
     private func schedule(after seconds: Double, _ work: @escaping () -> Void) {
         guard let app = AppleApp.current, let context = app.context else { return }
-        if isMain {
-            context.after(seconds) { app.run(work) }
-        } else {
-            context.after(seconds) { Worker.start(app, work) }
+        switch (isMain, seconds > 0) {
+        case (true, false): app.soon(work)
+        case (true, true): context.after(seconds) { app.run(work) }
+        case (false, false): Worker.start(app, work)
+        case (false, true): context.after(seconds) { Worker.start(app, work) }
         }
     }
 }

@@ -9,7 +9,8 @@
 // (`isAsynchronous` true, `start()` overridden) finishes when it says so with
 // `willChangeValue(forKey: "isFinished")` / `didChangeValue(forKey: "isFinished")`, as Apple's
 // documentation tells such an operation to. The completion block runs on the turn after the
-// operation finished. Work takes host time only by waiting for something: a timer
+// operation finished. The app is not suspended while an operation waits to start or a completion
+// block to run. Work takes host time only by waiting for something: a timer
 // (`DispatchQueue.main.asyncAfter`), a response.
 //
 // Threading: main executor only.
@@ -141,11 +142,11 @@ open class OperationQueue {
 
     /// Something changed that may let an operation start: look on the next turn.
     func operationDidChange() {
-        guard !startQueued, let app, let context = app.context else { return }
+        guard !startQueued, let app else { return }
         startQueued = true
-        context.after(0) { [self] in
+        app.soon { [self] in
             startQueued = false
-            app.run { startReady() }
+            startReady()
         }
     }
 
@@ -161,9 +162,7 @@ open class OperationQueue {
     func operationDidFinish(_ op: Operation) {
         guard let index = operations.firstIndex(where: { $0 === op }) else { return }
         operations.remove(at: index)
-        if let block = op.completionBlock, let app, let context = app.context {
-            context.after(0) { app.run(block) }
-        }
+        if let block = op.completionBlock, let app { app.soon(block) }
         operationDidChange()
     }
 }
