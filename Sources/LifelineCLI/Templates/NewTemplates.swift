@@ -346,9 +346,7 @@ enum NewTemplates {
         int lifeline_plugin_init(const lifeline_api *api, lifeline_plugin *self) {
             host = api;
             runs = 0; /* a new launch starts afresh, as a Lua or Swift plugin does */
-            uint64_t subscription;
-            return api->subscribe(self, "didEnterBackground", strlen("didEnterBackground"), entered_background,
-                                  NULL, &subscription);
+            return api->subscribe(self, "didEnterBackground", strlen("didEnterBackground"), entered_background, NULL, NULL);
         }
 
         """

@@ -1,0 +1,215 @@
+import Foundation
+import Testing
+
+/// `lifeline new`: each kind writes a plugin whose scenarios pass at once under `lifeline test`;
+/// an existing folder is never written over (73); a name that is not a plugin name is 64; and the
+/// stock lifeline, asked for a new Swift package's plugin, says how to build the package's own.
+@Suite struct NewCommandTests {
+    /// Every file under `folder`, hidden ones included, as relative path → contents.
+    private func tree(_ folder: String) -> [String: Data] {
+        var result: [String: Data] = [:]
+        guard let walker = FileManager.default.enumerator(atPath: folder) else { return result }
+        while let path = walker.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            FileManager.default.fileExists(atPath: folder + "/" + path, isDirectory: &isFolder)
+            result[path] = isFolder.boolValue ? Data("<folder>".utf8) : FileManager.default.contents(atPath: folder + "/" + path)
+        }
+        return result
+    }
+
+    private func contents(_ path: String) -> String {
+        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    @Test func lua_writesAPluginWhoseScenariosPassAtOnce() throws {
+        let ws = try Workspace()
+        let dir = ws.path + "/mine"  // made by `new`: it does not exist yet
+        let made = try CLI.run(["new", "autosave", "--dir", dir])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(made.stdout.contains("created \(dir)/autosave/"))
+        for file in ["init.lua", "plugin.toml", "scenarios/basic.scenario", "scenarios/expired.scenario"] {
+            #expect(made.stdout.contains("\n  \(file)\n"), "\(made.stdout)")
+            #expect(FileManager.default.fileExists(atPath: "\(dir)/autosave/\(file)"))
+        }
+        #expect(made.stdout.hasSuffix("next: lifeline test \(dir)\n"), "\(made.stdout)")
+
+        let tested = try CLI.run(["test", dir])
+        #expect(tested.status == 0, "\(tested.stdout)\(tested.stderr)")
+        #expect(tested.stdout.contains("ok   autosave/scenarios/basic.scenario"))
+        #expect(tested.stdout.contains("ok   autosave/scenarios/expired.scenario"))
+        #expect(tested.stdout.contains("2 passed, 0 failed"))
+    }
+
+    /// The scenarios hold the plugin to both paths: in `basic` its work ends the task, in `expired`
+    /// its expiration handler does, and the app suspends each time. Read off the reports.
+    @Test func lua_theTaskEndsOnBothPaths() throws {
+        let ws = try Workspace()
+        #expect(try CLI.run(["new", "autosave", "--dir", ws.plugins]).status == 0)
+        let folder = ws.plugins + "/autosave/scenarios/"
+        for (scenario, expired, message) in [("basic", false, "saved (run 1)"), ("expired", true, "out of time: stopped early")] {
+            let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", folder + scenario + ".scenario", "--report", "-"])
+            #expect(r.status == 0, "\(r.stderr)")
+            let report = try parseReport(r.stdout)
+            let ended = events(report, "taskEnded", plugin: "autosave")
+            #expect(ended.count == 1 && ended.first?["expired"] as? Bool == expired, "\(scenario)")
+            #expect(events(report, "log", plugin: "autosave").contains { ($0["message"] as? String) == message }, "\(scenario)")
+            #expect(events(report, "suspended").count == 1, "\(scenario)")
+            #expect(events(report, "terminated").isEmpty)
+        }
+    }
+
+    /// Each file parses as what it is: Lua with luac, TOML and the plugin by `lifeline check`,
+    /// JSON with JSONSerialization, scenarios by `lifeline test` (above).
+    @Test func lua_everyFileWrittenParses() throws {
+        let ws = try Workspace()
+        #expect(try CLI.run(["new", "autosave", "--dir", ws.plugins]).status == 0)
+        let folder = ws.plugins + "/autosave"
+        let checked = try CLI.run(["check", "--plugins", ws.plugins])
+        #expect(checked.status == 0, "\(checked.stdout)\(checked.stderr)")
+        #expect(checked.stdout.contains("ok   autosave (lua)"))
+        let luac = ["/usr/bin/luac5.4", "/usr/bin/luac"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        var seen = 0
+        for (path, data) in tree(folder) where data != Data("<folder>".utf8) {
+            let full = folder + "/" + path
+            if path.hasSuffix(".lua") || path.hasSuffix(".luacheckrc") {
+                let luacPath = try #require(luac, "luac is needed to parse the Lua files")
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: luacPath)
+                process.arguments = ["-p", full]
+                try process.run()
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 0, "\(path) does not parse as Lua")
+                seen += 1
+            } else if path.hasSuffix(".json") {
+                #expect(throws: Never.self, "\(path)") { try JSONSerialization.jsonObject(with: data) }
+                seen += 1
+            }
+        }
+        #expect(seen >= 1)
+    }
+
+    static let canBuildC = ["make", "cc"].allSatisfy { tool in
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+            .contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
+    }
+
+    /// `new --native` builds the library with the Makefile it wrote, against this binary's
+    /// header, so the plugin's scenarios pass at once, as the Lua ones do.
+    @Test(.enabled(if: canBuildC, "make and cc are needed")) func native_isBuiltAndPassesAtOnce() throws {
+        let ws = try Workspace()
+        let made = try CLI.run(["new", "notes", "--native", "--dir", ws.plugins])
+        #expect(made.status == 0, "\(made.stdout)\(made.stderr)")
+        for file in ["notes.c", "Makefile", "plugin.toml", "scenarios/basic.scenario", "scenarios/expired.scenario"] {
+            #expect(made.stdout.contains("\n  \(file)\n"), "\(made.stdout)")
+        }
+        #expect(made.stdout.contains("make --no-print-directory -C \(ws.plugins)/notes LIFELINE="), "\(made.stdout)")
+        #expect(FileManager.default.fileExists(atPath: ws.plugins + "/notes/notes.so"))
+        #expect(contents(ws.plugins + "/notes/plugin.toml").contains("native = \"notes.so\""))
+
+        let tested = try CLI.run(["test", ws.plugins])
+        #expect(tested.status == 0, "\(tested.stdout)\(tested.stderr)")
+        #expect(tested.stdout.contains("ok   notes/scenarios/basic.scenario"))
+        #expect(tested.stdout.contains("ok   notes/scenarios/expired.scenario"))
+        #expect(tested.stdout.contains("2 passed, 0 failed"))
+    }
+
+    @Test func existingFolder_isExit73_andLeftAsItWas() throws {
+        let ws = try Workspace()
+        // A folder with files, an empty folder, and a file of the name.
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/full/scenarios", withIntermediateDirectories: true)
+        try ws.file("plugins/full/init.lua", "-- mine\n")
+        try ws.file("plugins/full/scenarios/basic.scenario", "0s launch\n")
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/empty", withIntermediateDirectories: true)
+        try ws.file("plugins/file", "not a folder\n")
+        let before = tree(ws.plugins)
+        for name in ["full", "empty", "file"] {
+            for kind in [[], ["--swift"], ["--native"]] {
+                let r = try CLI.run(["new", name, "--dir", ws.plugins] + kind)
+                #expect(r.status == 73, "\(name) \(kind): \(r.stderr)")
+                #expect(r.stderr.contains("'\(ws.plugins)/\(name)' exists already"), "\(r.stderr)")
+                #expect(r.stdout.isEmpty)
+            }
+        }
+        // Nothing changed, and no hidden folder of a write is left behind.
+        #expect(tree(ws.plugins) == before)
+    }
+
+    @Test func badNames_areExit64_andWriteNothing() throws {
+        let ws = try Workspace()
+        let dir = ws.path + "/new"
+        for name in ["", "a/b", "..", ".", ".hidden", "my plugin", " lead", "1st", "-x", "tab\there", "é", "a.b",
+                     String(repeating: "x", count: 65), "quote\"d", "semi;colon"]
+        {
+            // After `--`, so that `-x` reaches the name's check rather than the option parser.
+            let r = try CLI.run(["new", "--dir", dir, "--", name])
+            #expect(r.status == 64, "'\(name)': \(r.stderr)")
+            #expect(r.stderr.contains("NAME"), "'\(name)': \(r.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir))
+        // The longest name allowed, and each character allowed, are fine.
+        #expect(try CLI.run(["new", "A-b_9" + String(repeating: "x", count: 59), "--dir", dir]).status == 0)
+    }
+
+    @Test func swiftAndNativeTogether_isExit64() throws {
+        let ws = try Workspace()
+        let r = try CLI.run(["new", "x", "--swift", "--native", "--dir", ws.plugins])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--swift and --native"))
+        let p = try CLI.run(["new", "x", "--lifeline-package", CLI.packageRoot, "--dir", ws.plugins])
+        #expect(p.status == 64)
+        #expect(p.stderr.contains("--lifeline-package goes with --swift"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: ws.plugins).isEmpty)
+    }
+
+    /// `new --swift` writes the package against the checkout this lifeline was built from; the
+    /// stock lifeline cannot run its plugin, and says which command can. (That the package builds
+    /// and runs is SwiftPackageTests, in the slow tier.)
+    @Test func swift_writesAPackageOnThisCheckout_andStockLifelineNamesTheCommand() throws {
+        let ws = try Workspace()
+        let made = try CLI.run(["new", "autosave", "--swift", "--dir", ws.plugins])
+        #expect(made.status == 0, "\(made.stderr)")
+        let folder = ws.plugins + "/autosave"
+        for file in ["Package.swift", "plugin.toml", "README.md", "Sources/AutosavePlugin/Autosave.swift",
+                     "Sources/autosave-lifeline/main.swift", "scenarios/basic.scenario", "scenarios/expired.scenario"]
+        {
+            #expect(FileManager.default.fileExists(atPath: folder + "/" + file), "\(file)")
+        }
+        let manifest = contents(folder + "/Package.swift")
+        #expect(manifest.contains("let lifelinePath = \"\(CLI.packageRoot)\""), "\(manifest)")
+        #expect(manifest.contains(".executable(name: \"autosave-lifeline\""))
+        #expect(contents(folder + "/Sources/autosave-lifeline/main.swift").contains("await Lifeline.main(swiftPlugins: [Autosave.self])"))
+        #expect(contents(folder + "/plugin.toml").contains("swift = \"autosave\""))
+        let command = "swift run --package-path \(folder) autosave-lifeline test \(ws.plugins)"
+        #expect(made.stdout.contains("next: \(command)"), "\(made.stdout)")
+
+        // The stock lifeline has no plugin 'autosave': its test fails, naming the command.
+        let tested = try CLI.run(["test", ws.plugins])
+        #expect(tested.status == 1)
+        #expect((tested.stdout + tested.stderr).contains(
+            "no Swift plugin named 'autosave' is compiled into lifeline (compiled in: "), "\(tested.stdout)\(tested.stderr)")
+        #expect((tested.stdout + tested.stderr).contains(
+            "); '\(folder)' is a Swift package that builds its own lifeline with it: \(command)"),
+            "\(tested.stdout)\(tested.stderr)")
+        // A folder asking for a plugin it does not build gets no such hint.
+        try FileManager.default.createDirectory(atPath: ws.path + "/other/beats", withIntermediateDirectories: true)
+        try ws.file("other/beats/plugin.toml", "swift = \"nosuch\"\n")
+        let scenario = try ws.file("s.scenario", "0s launch\n")
+        let plain = try CLI.run(["simulate", "--plugins", ws.path + "/other", "--scenario", scenario])
+        #expect(plain.stderr.contains("no Swift plugin named 'nosuch'") && !plain.stderr.contains("swift run"), "\(plain.stderr)")
+    }
+
+    @Test func swift_namesSwiftPMOrSwiftWouldRefuse_areExit64() throws {
+        let ws = try Workspace()
+        // A target Lifeline's package has (HeartbeatPlugin), a package it depends on, a type that
+        // hides the command line's `Lifeline`.
+        for (name, says) in [("heartbeat", "HeartbeatPlugin"), ("swift-nio", "package"), ("lifeline", "Lifeline")] {
+            let r = try CLI.run(["new", name, "--swift", "--dir", ws.plugins])
+            #expect(r.status == 64, "\(name): \(r.stderr)")
+            #expect(r.stderr.contains(says), "\(name): \(r.stderr)")
+        }
+        let r = try CLI.run(["new", "x", "--swift", "--lifeline-package", ws.path, "--dir", ws.plugins])
+        #expect(r.status == 64)
+        #expect(r.stderr.contains("--lifeline-package '\(ws.path)': no Package.swift of the package \"Lifeline\""))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: ws.plugins).isEmpty)
+    }
+}
