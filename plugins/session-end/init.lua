@@ -5,7 +5,7 @@
 
 local url = lifeline.config.url
 
-local function report(task, event)
+local function report(_task, event)
   local body = lifeline.json.encode({event = "sessionEnd", at = event.time})
   -- A waiting call raises when the task expires: catch it, so the log says what happened.
   local ok, response, err = pcall(lifeline.http.request, {
