@@ -11,7 +11,8 @@
 //
 // Threading: main executor only, as `PluginContext` is. The one exception, the worker threads of
 // `DispatchQueue.global()`, run only while the main executor waits for them (see Dispatch.swift),
-// so at most one thread ever touches this state.
+// so at most one thread of a host touches its state. Which app is current is kept per thread, and
+// the table of apps behind a lock, because one process may run several hosts at once.
 
 /// One plugin's Apple world for one launch: its application object, its notification center and
 /// its app delegate.
@@ -102,20 +103,27 @@ final class AppleApp {
 
     // MARK: - Which app is current
 
-    /// The app whose plugin's code is running, if any.
-    nonisolated(unsafe) static var current: AppleApp?
+    /// The app whose plugin's code is running on this thread, if any. Per thread: a process may
+    /// run several hosts at once (the tests do), each on its own thread.
+    static var current: AppleApp? {
+        get { currentSlot.value }
+        set { currentSlot.value = newValue }
+    }
+    private static let currentSlot = ThreadSlot<AppleApp>()
 
-    /// Each context's app, made on first use. Weak: a launch that ended leaves its app behind,
-    /// and the entry is dropped the next time one is made.
-    nonisolated(unsafe) private static var apps: [ObjectIdentifier: AppleApp] = [:]
+    /// Each context's app, made on first use. A launch that ended leaves its app behind, and the
+    /// entry is dropped the next time one is made. Locked: hosts on other threads share it.
+    private static let apps = Locked<[ObjectIdentifier: AppleApp]>([:])
 
     static func of(_ context: PluginContext) -> AppleApp {
         let key = ObjectIdentifier(context)
-        if let app = apps[key], app.context === context { return app }
-        apps = apps.filter { $0.value.context != nil }
-        let app = AppleApp(context: context)
-        apps[key] = app
-        return app
+        return apps.withLock { apps in
+            if let app = apps[key], app.context === context { return app }
+            apps = apps.filter { $0.value.context != nil }
+            let app = AppleApp(context: context)
+            apps[key] = app
+            return app
+        }
     }
 
     /// The current app's context, if its launch is still on.
@@ -161,4 +169,30 @@ public func print(_ items: Any..., separator: String = " ", terminator: String =
 struct Unchecked<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
+}
+
+/// A reference per thread, not retained: whoever sets it keeps the object alive meanwhile.
+final class ThreadSlot<T: AnyObject>: @unchecked Sendable {
+    private var key = pthread_key_t()
+
+    init() { pthread_key_create(&key, nil) }
+
+    var value: T? {
+        get { pthread_getspecific(key).map { Unmanaged<T>.fromOpaque($0).takeUnretainedValue() } }
+        set { pthread_setspecific(key, newValue.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) }) }
+    }
+}
+
+/// A value behind a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
 }

@@ -131,21 +131,21 @@ public final class DispatchSemaphore: @unchecked Sendable {
 
 /// One `DispatchQueue.global()` block on a thread of its own, run in turns with the main executor.
 final class Worker: @unchecked Sendable {
-    /// The worker whose turn it is; nil when it is the main executor's.
-    nonisolated(unsafe) static var running: Worker?
+    /// The worker this thread is; nil on any other thread.
+    static var running: Worker? { runningSlot.value }
+    private static let runningSlot = ThreadSlot<Worker>()
 
     private let toWorker = Dispatch.DispatchSemaphore(value: 0)
     private let toCaller = Dispatch.DispatchSemaphore(value: 0)
-    /// The app that was current on the side that handed over the turn, put back when it returns.
-    private var callerApp: AppleApp?
-    private var callerWorker: Worker?
 
     /// Starts `work` on a new thread, and waits until it finishes or waits.
     static func start(_ app: AppleApp, _ work: @escaping () -> Void) {
         let worker = Worker()
         let body = UncheckedBox {
             worker.toWorker.wait()
+            runningSlot.value = worker
             app.run(work)
+            runningSlot.value = nil
             worker.handBack()
         }
         let thread = Thread { body.value() }
@@ -156,21 +156,14 @@ final class Worker: @unchecked Sendable {
 
     /// Gives this worker the turn, and waits until it finishes or waits.
     func resume() {
-        callerApp = AppleApp.current
-        callerWorker = Worker.running
-        Worker.running = self
         toWorker.signal()
         toCaller.wait()
-        Worker.running = callerWorker
-        AppleApp.current = callerApp
     }
 
     /// On the worker: gives the turn back, and waits for it again.
     func yield() {
-        let mine = AppleApp.current
         handBack()
         toWorker.wait()
-        AppleApp.current = mine
     }
 
     private func handBack() {

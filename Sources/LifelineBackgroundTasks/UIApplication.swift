@@ -114,12 +114,17 @@ public final class UIApplication: UIResponder, @unchecked Sendable {
     /// register `BGTaskScheduler` handlers), the lifecycle callbacks, a fetch and a silent push;
     /// then `body` runs with Apple's names bound to this plugin. Call it from `load`.
     public static func adopt(
-        _ delegate: any UIApplicationDelegate, in context: PluginContext, then body: () throws -> Void = {}
+        _ delegate: any UIApplicationDelegate, in context: PluginContext, then body: () throws -> Void
     ) rethrows {
         let app = AppleApp.of(context)
         app.delegate = delegate
         app.listen(withDelegate: true)
         try app.run(body)
+    }
+
+    /// Makes `delegate` this plugin's app delegate (see `adopt(_:in:then:)`).
+    public static func adopt(_ delegate: any UIApplicationDelegate, in context: PluginContext) {
+        adopt(delegate, in: context, then: {})
     }
 }
 
@@ -200,5 +205,5 @@ extension UIApplicationDelegate {
 public protocol ApplicationDelegatePlugin: UIApplicationDelegate, SwiftPlugin {}
 
 extension ApplicationDelegatePlugin {
-    public func load(_ context: PluginContext) throws { try UIApplication.adopt(self, in: context) }
+    public func load(_ context: PluginContext) throws { UIApplication.adopt(self, in: context) }
 }

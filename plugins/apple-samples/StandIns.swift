@@ -28,16 +28,25 @@ final class PersistentContainer {
     var entries: [FeedEntry] = []
     var lastCleaned: Date?
 
-    nonisolated(unsafe) private static var containers: [ObjectIdentifier: (context: PluginContext?, container: PersistentContainer)] = [:]
+    private final class Held {
+        weak var context: PluginContext?
+        let container = PersistentContainer()
+        init(_ context: PluginContext) { self.context = context }
+    }
+    /// Locked: a process may run several hosts at once, each on its own thread.
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var containers: [ObjectIdentifier: Held] = [:]
 
     static var shared: PersistentContainer {
         guard let context = UIApplication.shared.pluginContext else { return PersistentContainer() }
         let key = ObjectIdentifier(context)
+        lock.lock()
+        defer { lock.unlock() }
         if let held = containers[key], held.context === context { return held.container }
         containers = containers.filter { $0.value.context != nil }
-        let container = PersistentContainer()
-        containers[key] = (context, container)
-        return container
+        let held = Held(context)
+        containers[key] = held
+        return held.container
     }
 
     /// Two entries: one from two days ago, one from now.
