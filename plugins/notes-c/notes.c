@@ -8,6 +8,7 @@
  */
 #include <lifeline_plugin.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 LIFELINE_PLUGIN_EXPORT_ABI;
@@ -17,59 +18,71 @@ static const lifeline_api *api;
 /* Strings as pointer and length: S("text") gives both. */
 #define S(text) text, sizeof(text) - 1
 
-/* Each launch gets a fresh handle; what one launch began is kept here for its callbacks. */
-static uint64_t save_task, upload_task, upload_timer;
-
 static void log_line(lifeline_plugin *self, int level, const char *text) {
     api->log(self, level, text, strlen(text));
 }
 
-static int save_done(lifeline_plugin *self, void *user) {
-    (void)user;
-    log_line(self, LIFELINE_LOG_INFO, "note saved");
-    api->end_task(self, save_task);
-    return LIFELINE_OK;
+/* One piece of work: its task and its timer. The user leaves, returns and leaves again at
+   once, so two of each kind may run together: each callback gets its own job, never a static. */
+typedef struct job {
+    uint64_t task, timer;
+} job;
+
+static job *start(lifeline_plugin *self, const char *name, size_t len, double seconds,
+                  lifeline_callback_fn done, lifeline_callback_fn expired) {
+    job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    if (api->begin_task(self, name, len, expired, j, &j->task) != LIFELINE_OK) {
+        free(j);  /* the app is not running it: nothing to end */
+        return NULL;
+    }
+    api->after(self, seconds, done, j, &j->timer);
+    return j;
 }
 
-static int save_expired(lifeline_plugin *self, void *user) {
-    (void)user;
-    api->end_task(self, save_task);
-    return LIFELINE_OK;
+/* Every path ends the job's task: its timer firing, or the system's time running out first. */
+static int finish(lifeline_plugin *self, job *j) {
+    api->cancel_timer(self, j->timer);
+    int status = api->end_task(self, j->task);
+    free(j);
+    return status;
+}
+
+static int save_done(lifeline_plugin *self, void *user) {
+    log_line(self, LIFELINE_LOG_INFO, "note saved");
+    return finish(self, user);
 }
 
 static int upload_done(lifeline_plugin *self, void *user) {
-    (void)user;
     api->store_set(self, S("upload"), S("done"));
-    api->end_task(self, upload_task);
-    return LIFELINE_OK;
+    return finish(self, user);
 }
 
-/* The system's time ran out before the upload finished: stop, remember, end the task. */
+/* The system's time ran out before the timer fired: stop, remember, end the task. */
 static int upload_expired(lifeline_plugin *self, void *user) {
-    (void)user;
-    api->cancel_timer(self, upload_timer);
     api->store_set(self, S("upload"), S("postponed"));
     log_line(self, LIFELINE_LOG_WARNING, "upload out of time, postponed");
-    api->end_task(self, upload_task);
-    return LIFELINE_OK;
+    return finish(self, user);
+}
+
+static int save_expired(lifeline_plugin *self, void *user) {
+    log_line(self, LIFELINE_LOG_ERROR, "note not saved: out of time");
+    return finish(self, user);
 }
 
 static int on_background(lifeline_plugin *self, const lifeline_event *event, void *user) {
     (void)event, (void)user;
-    /* The open note, NUL bytes and all, goes to a file; the store keeps a pointer to it. */
+    /* The open note, NUL bytes and all, goes to a file; the store keeps its name. */
     static const char note[] = "shopping\0milk\0eggs";
-    if (api->begin_task(self, S("save-note"), save_expired, NULL, &save_task) == LIFELINE_OK) {
-        if (api->file_write(self, S("note.txt"), note, sizeof note - 1) != LIFELINE_OK) {
-            size_t len;
-            const char *why = api->last_error(self, &len);
-            api->log(self, LIFELINE_LOG_ERROR, why, len);
-        }
-        api->store_set(self, S("note"), S("note.txt"));
-        api->after(self, 2, save_done, NULL, NULL);
+    if (api->file_write(self, S("note.txt"), note, sizeof note - 1) != LIFELINE_OK) {
+        size_t len;
+        const char *why = api->last_error(self, &len);
+        api->log(self, LIFELINE_LOG_ERROR, why, len);
     }
+    api->store_set(self, S("note"), S("note.txt"));
+    start(self, S("save-note"), 2, save_done, save_expired);
     /* The upload takes a minute: longer than the background time the system gives. */
-    if (api->begin_task(self, S("upload-notes"), upload_expired, NULL, &upload_task) == LIFELINE_OK)
-        api->after(self, 60, upload_done, NULL, &upload_timer);
+    start(self, S("upload-notes"), 60, upload_done, upload_expired);
     return LIFELINE_OK;
 }
 
