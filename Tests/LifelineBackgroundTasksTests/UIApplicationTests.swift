@@ -427,3 +427,31 @@ private func appleSamples() throws -> PluginDescriptor {
             "935 systemTaskCompleted plugin=apple-samples identifier=com.example.apple-samplecode.ColorFeed.refresh kind=refresh task=1 success=false",
         ])
 }
+
+/// An app delegate that is the plugin itself, as docs/swift-api.md shows.
+private final class SelfAdopting: UIResponder, ApplicationDelegatePlugin {
+    static let name = "self-adopting"
+    nonisolated(unsafe) static var heard: [String] = []
+    func application(
+        _ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?
+    ) -> Bool {
+        let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: refreshID, using: nil) { task in
+            SelfAdopting.heard.append("ran \(task.identifier)")
+            task.setTaskCompleted(success: true)
+        }
+        SelfAdopting.heard.append("registered \(registered) as \(application.pluginContext?.pluginName ?? "none")")
+        try? BGTaskScheduler.shared.submit(BGAppRefreshTaskRequest(identifier: refreshID))
+        return true
+    }
+}
+
+@Test func applicationDelegatePlugin_adoptsItself_andRegistersInDidFinishLaunching() throws {
+    var descriptor = SelfAdopting.descriptor
+    descriptor.taskIdentifiers = [refreshID]
+    SelfAdopting.heard = []
+    let recorder = try simulate("0s launch\n1s background", [descriptor])
+    #expect(SelfAdopting.heard == ["registered true as self-adopting", "ran com.example.refresh"])
+    #expect(lines(recorder, only: ["systemTaskCompleted"]) == [
+        "1 systemTaskCompleted plugin=self-adopting identifier=com.example.refresh kind=refresh task=1 success=true",
+    ])
+}
