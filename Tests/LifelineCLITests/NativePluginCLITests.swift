@@ -59,6 +59,68 @@ import Testing
 
         """
 
+    /// The fenced block of docs/native.md that starts after the line `after` (and the fence
+    /// "```TAG"), without its fences.
+    static func docBlock(after marker: String, tag: String) throws -> String {
+        let doc = try String(contentsOfFile: CLI.packageRoot + "/docs/native.md", encoding: .utf8)
+        let from = try #require(doc.range(of: marker), "docs/native.md has no \(marker)")
+        let open = try #require(doc.range(of: "```\(tag)\n", range: from.upperBound..<doc.endIndex))
+        let close = try #require(doc.range(of: "\n```\n", range: open.upperBound..<doc.endIndex))
+        return String(doc[open.upperBound..<close.lowerBound]) + "\n"
+    }
+
+    /// docs/native.md's smallest plugin, as written there, passes its scenario.
+    @Test func docs_theSmallestCompletePlugin_passesItsTest() throws {
+        let ws = try Workspace()
+        let folder = ws.plugins + "/hello"
+        try FileManager.default.createDirectory(atPath: folder + "/scenarios", withIntermediateDirectories: true)
+        try Self.docBlock(after: "## The smallest complete plugin", tag: "c").write(
+            toFile: folder + "/hello.c", atomically: true, encoding: .utf8)
+        try Self.docBlock(after: "`plugin.toml`:", tag: "toml").write(
+            toFile: folder + "/plugin.toml", atomically: true, encoding: .utf8)
+        try Self.docBlock(after: "`scenarios/basic.scenario`:", tag: "").write(
+            toFile: folder + "/scenarios/basic.scenario", atomically: true, encoding: .utf8)
+        try Self.cc(["-I", try Self.includeDirectory(), folder + "/hello.c", "-o", folder + "/hello.so"])
+        let r = try CLI.run(["test", ws.plugins])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("1 passed, 0 failed"))
+    }
+
+    static var rustc: String? {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":" + NSHomeDirectory() + "/.cargo/bin"
+        return path.split(separator: ":").map { $0 + "/rustc" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// docs/native.md's Rust plugin, built with rustc where there is one, passes a scenario.
+    @Test(.enabled(if: rustc != nil, "no rustc on this machine"))
+    func docs_theRustPlugin_buildsWithRustc_andRuns() throws {
+        let ws = try Workspace()
+        let folder = ws.plugins + "/rusty"
+        try FileManager.default.createDirectory(atPath: folder + "/scenarios", withIntermediateDirectories: true)
+        try Self.docBlock(after: "## Rust, Zig and others", tag: "rust").write(
+            toFile: folder + "/rusty.rs", atomically: true, encoding: .utf8)
+        try "native = \"rusty.so\"\n".write(toFile: folder + "/plugin.toml", atomically: true, encoding: .utf8)
+        try """
+            0s launch
+            1s background
+            10s terminate
+
+            expect outcome completed
+            expect taskEnded plugin=rusty name=save expired=false at 1s
+            expect log plugin=rusty contains "saved from Rust on didEnterBackground"
+
+            """.write(toFile: folder + "/scenarios/basic.scenario", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try #require(Self.rustc))
+        process.arguments = ["--edition", "2021", "--crate-type", "cdylib", "-O", folder + "/rusty.rs", "-o", folder + "/rusty.so"]
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0, "rustc failed")
+        let r = try CLI.run(["test", ws.plugins])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+    }
+
     @Test func includeDir_printsTheHeadersFolder_andTheExampleBuiltAgainstItPassesItsTest() throws {
         let dir = try Self.includeDirectory()
         #expect(FileManager.default.fileExists(atPath: dir + "/lifeline_plugin.h"))
