@@ -1,3 +1,4 @@
+import CLua
 import Foundation
 import Testing
 
@@ -128,6 +129,26 @@ struct StubShape {
                 try keptFile(file.source) == file.contents,
                 "\(file.source) is not what the generator writes from the module now: run scripts/editor-files")
         }
+    }
+
+    /// The definitions are Lua that Lua 5.4 reads, and the settings JSON whose library is the
+    /// folder the definitions are written to in a project.
+    @Test func theFilesReadAsWhatTheyAre() throws {
+        let files = try EditorFilesGenerator.files(for: try liveShape.get())
+        let stub = try #require(files.first { $0.project.hasSuffix(".lua") })
+        let L = try #require(luaL_newstate())
+        defer { lua_close(L) }
+        let status = luaL_loadstring(L, stub.contents)
+        #expect(status == LUA_OK, "lifeline.lua does not load: \(String(cString: lua_tolstring(L, -1, nil)))")
+        let luarc = try #require(files.first { $0.project == ".luarc.json" })
+        let settings = try #require(try JSONSerialization.jsonObject(with: Data(luarc.contents.utf8)) as? [String: Any])
+        let library = try #require(settings["workspace.library"] as? [String])
+        #expect(library.map { $0 + "/lifeline.lua" } == [stub.project])
+        #expect(settings["runtime.version"] as? String == "Lua 5.4")
+        let addon = try #require(files.first { $0.project.hasSuffix("config.json") })
+        #expect((try JSONSerialization.jsonObject(with: Data(addon.contents.utf8)) as? [String: Any])?["name"] as? String == "lifeline")
+        // The addon is the folder that holds library/ and config.json.
+        #expect(stub.project.hasPrefix((addon.project as NSString).deletingLastPathComponent + "/library/"))
     }
 
     @Test func theEventsAreTheHostsEvents() throws {
