@@ -11,9 +11,9 @@ struct New: ParsableCommand {
         abstract: "Write a new plugin, with scenarios that pass at once.",
         discussion: """
             Examples:
-              lifeline new autosave                 a Lua plugin in plugins/autosave
-              lifeline new autosave --swift         a Swift package that builds its own lifeline
-              lifeline new autosave --native        a C plugin with a Makefile, built at once
+              lifeline new autosave            a Lua plugin, in plugins/autosave
+              lifeline new autosave --swift    a Swift package: its own lifeline
+              lifeline new autosave --native   a C plugin and its Makefile, built
 
             Writes DIR/NAME: a plugin that finishes its work in a background task and
             ends the task on every path, with scenarios/basic.scenario and
@@ -29,8 +29,8 @@ struct New: ParsableCommand {
             Exit codes:
               0   written (and, for --native, built)
               64  bad usage: a NAME that is not a plugin name, --swift with --native
-              73  DIR/NAME exists already, or cannot be made
               70  an internal error, or --native's build failed
+              73  DIR/NAME exists already, or cannot be made
             """
     )
 
