@@ -124,7 +124,9 @@ struct PluginOptions: ParsableArguments {
                 if configKeys?.contains(key) != true {
                     let prefix = String(key[..<dot])
                     if swiftNames.contains(prefix) {
-                        throw .usage("--config '\(item)': '\(prefix)' is a Swift plugin, which has no [config]")
+                        let kind = try LuaPluginLoader.swiftPluginRequests(in: plugins)
+                            .contains { $0.folder == prefix && $0.manifest.nativeLibrary != nil } ? "native" : "Swift"
+                        throw .usage("--config '\(item)': '\(prefix)' is a \(kind) plugin, which has no [config]")
                     }
                     var message = "--config '\(item)': no Lua plugin named '\(prefix)' in '\(plugins)'"
                     if !pluginNames.isEmpty {

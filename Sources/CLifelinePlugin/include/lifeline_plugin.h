@@ -19,9 +19,9 @@
  *   - Every function returns a status: LIFELINE_OK, or an LIFELINE_ERR_* code whose message
  *     api->last_error() returns.
  *   - A function may be called only while the host is running this plugin's code (init or a
- *     callback), on the thread the host called it on, with that launch's handle. Any other call
- *     (another thread, after the launch ended, an old handle) returns LIFELINE_ERR_THREAD and
- *     touches nothing of the host's.
+ *     callback), on the thread the host called it on, with that launch's handle. A call from
+ *     another thread, or after the code returned, returns LIFELINE_ERR_THREAD; one with an ended
+ *     launch's handle returns LIFELINE_ERR_NOT_RUNNING. Neither touches anything of the host's.
  *   - Native code is trusted, in-process code: there is no sandbox and no memory cap. A handler
  *     that overruns its watchdog limit is detected, and the app is terminated with a report, but
  *     the host cannot stop it while it runs.
@@ -55,10 +55,11 @@ typedef struct lifeline_plugin lifeline_plugin;
 /* What every function returns. */
 enum {
     LIFELINE_OK = 0,
-    /* Not called from inside this plugin's code on the host's thread, or with another launch's
-       handle. Nothing was done. */
+    /* Not called from inside the host's call into this plugin, on that thread: from a thread of
+       the plugin's own, or after its code returned. Nothing was done. */
     LIFELINE_ERR_THREAD = 1,
-    /* The app is not running this plugin now (its launch ended, or a reload unloads it). */
+    /* The app is not running this plugin now: its launch ended (an ended launch's handle), or a
+       reload unloads it and no new work may start. */
     LIFELINE_ERR_NOT_RUNNING = 2,
     /* An argument is wrong: NULL, not UTF-8 where text is needed, an unknown name. */
     LIFELINE_ERR_ARGUMENT = 3,
