@@ -400,7 +400,9 @@ enum LuaAPI {
             path: "lifeline.Event:complete",
             doc: "`performFetch`, `didReceiveRemoteNotification` and `didFinishTransferEvents`: the completion to call once; `false` when called already or late.",
             params: [p("result?", "lifeline.FetchResult", "none for `didFinishTransferEvents`")],
-            returns: [r("boolean")], dot: true),
+            returns: [r("boolean")],
+            // event:complete(result) works too: the host skips the table when it comes first.
+            overloads: ["fun(self: lifeline.Event, result?: lifeline.FetchResult): boolean"], dot: true),
         // Works
         LuaFunction(path: "lifeline.Work:cancel", doc: "Cancels the work (harmless once it is done)."),
         LuaFunction(path: "lifeline.Work:done", doc: "Whether the work has finished.", returns: [r("boolean")]),

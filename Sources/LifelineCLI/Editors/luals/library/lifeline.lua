@@ -65,6 +65,7 @@ local Event = {}
 ---`performFetch`, `didReceiveRemoteNotification` and `didFinishTransferEvents`: the completion to call once; `false` when called already or late.
 ---@param result? lifeline.FetchResult none for `didFinishTransferEvents`
 ---@return boolean
+---@overload fun(self: lifeline.Event, result?: lifeline.FetchResult): boolean
 function Event.complete(result) end
 
 ---The figures in force (`lifeline.profile()`), command-line flags included; times in seconds.
