@@ -455,3 +455,15 @@ private final class SelfAdopting: UIResponder, ApplicationDelegatePlugin {
         "1 systemTaskCompleted plugin=self-adopting identifier=com.example.refresh kind=refresh task=1 success=true",
     ])
 }
+
+@Test func print_inPluginCode_isAPluginLogLine() throws {
+    // ColorFeed's `print("Could not schedule app refresh: \(error)")`, on a profile from before
+    // BGTaskScheduler: the line is the plugin's, in the report, not standard output's.
+    let recorder = try simulate(
+        "0s launch\n1s background", [try appleSamples()], profile: .ios7, logger: capturingLogger(Shared([])))
+    let logs = lines(recorder, only: ["log"])
+    #expect(logs.contains {
+        $0.contains("plugin=apple-samples level=info message=Could not schedule app refresh: BGTaskScheduler.Error(unavailable, code 1)")
+    }, "\(logs)")
+    #expect(logs.contains { $0.contains("level=error message=BGTaskScheduler could not register 'com.example.apple-samplecode.ColorFeed.refresh'") })
+}
