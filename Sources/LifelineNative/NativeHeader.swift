@@ -15,16 +15,21 @@ public enum NativeHeader {
     /// (a build from a checkout); else a cache folder the built-in header is written to
     /// (`$XDG_CACHE_HOME/lifeline/include-vN-HASH`, or under `~/.cache`), written once.
     public static func includeDirectory() throws(LifelineError) -> String {
-        let text = text
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("CLifelinePlugin/include").path
-        if let onDisk = FileManager.default.contents(atPath: sources + "/lifeline_plugin.h"), onDisk == Data(text.utf8) {
-            return sources
-        }
         let environment = ProcessInfo.processInfo.environment
         let cache =
             environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? ((environment["HOME"] ?? NSHomeDirectory()) as NSString).appendingPathComponent(".cache")
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("CLifelinePlugin/include").path
+        return try includeDirectory(sources: sources, cache: cache)
+    }
+
+    /// The same, with the sources' include folder and the cache folder given (for tests).
+    package static func includeDirectory(sources: String, cache: String) throws(LifelineError) -> String {
+        let text = text
+        if let onDisk = FileManager.default.contents(atPath: sources + "/lifeline_plugin.h"), onDisk == Data(text.utf8) {
+            return sources
+        }
         // FNV-1a of the text: a header that differs gets a folder of its own.
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }

@@ -312,6 +312,32 @@ import Testing
         #expect(try NativeHeader.includeDirectory() == NativeBuild.includeDirectory)
     }
 
+    /// A lifeline whose sources are gone (or differ) writes the header it was built with to the
+    /// cache once, and prints that folder; cc builds a plugin against it.
+    @Test func includeDir_withoutTheSources_writesTheBuiltInHeaderToTheCache() throws {
+        let root = try NativeBuild.folder()
+        let dir = try NativeHeader.includeDirectory(sources: root + "/no-sources", cache: root + "/cache")
+        #expect(dir.hasPrefix(root + "/cache/lifeline/include-v1-"))
+        #expect(try String(contentsOfFile: dir + "/lifeline_plugin.h", encoding: .utf8) == NativeHeader.text)
+        #expect(try NativeHeader.includeDirectory(sources: root + "/no-sources", cache: root + "/cache") == dir)
+        try "/* an older header */".write(toFile: root + "/lifeline_plugin.h", atomically: true, encoding: .utf8)
+        #expect(try NativeHeader.includeDirectory(sources: root, cache: root + "/cache") == dir)
+    }
+
+    /// The table says its version and size, and LIFELINE_API_HAS sees every function of this ABI.
+    @Test func theTable_carriesItsVersionAndSize_forPluginsOfOtherVersions() throws {
+        let plugin = try NativeBuild.plugin(
+            "sizes",
+            """
+            INIT {
+                say(self, "v%u size %s has %d", api->version, api->size == sizeof(lifeline_api) ? "right" : "wrong",
+                    LIFELINE_API_HAS(api, complete_fetch) && LIFELINE_API_HAS(api, last_error));
+                return LIFELINE_OK;
+            }
+            """)
+        #expect(logs(try run("0s launch\n1s terminate", [plugin])) == ["v1 size right has 1"])
+    }
+
     @Test func manifest_native_isAPathInsideTheFolder() throws {
         func error(_ toml: String) -> String? {
             do {
