@@ -67,6 +67,19 @@ enum EditorFilesGenerator {
         for name in Set(LuaAPI.eventDocs.keys).subtracting(events).sorted() {
             problems.append("LuaAPI.eventDocs has a line for \(name), which is not an event")
         }
+        // String literals the host reads by name: the same names as its own enums.
+        func literals(_ type: String) -> [String] {
+            type.split(separator: "|").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\" ()?")) }
+        }
+        func aliasCases(_ name: String) -> [String] { LuaAPI.aliases.first { $0.name == name }?.cases.map(\.value) ?? [] }
+        let unique = LuaAPI.classes.first { $0.name == "lifeline.OperationOptions" }?.fields.first { $0.name == "unique?" }
+        for (what, annotated, host) in [
+            ("lifeline.TaskKind", aliasCases("lifeline.TaskKind"), SystemTaskKind.allCases.map(\.rawValue)),
+            ("lifeline.FetchResult", aliasCases("lifeline.FetchResult"), FetchResult.allCases.map(\.rawValue)),
+            ("lifeline.OperationOptions.unique", literals(unique?.type ?? ""), UniquenessPolicy.allCases.map(\.rawValue)),
+        ] where annotated != host {
+            problems.append("LuaAPI gives \(what) the names \(annotated), but the host's are \(host)")
+        }
         return problems
     }
 
