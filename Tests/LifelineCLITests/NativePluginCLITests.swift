@@ -17,7 +17,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try ("native = \"\(name).so\"\n" + toml).write(toFile: folder + "/plugin.toml", atomically: true, encoding: .utf8)
         try source.write(toFile: folder + "/\(name).c", atomically: true, encoding: .utf8)
-        try cc(["-I", try includeDirectory(), folder + "/\(name).c", "-o", folder + "/\(name).so"])
+        // Built beside it and renamed into place: a running lifeline may have the old file mapped.
+        try cc(["-I", try includeDirectory(), folder + "/\(name).c", "-o", folder + "/.\(name).so.tmp"])
+        try #require(rename(folder + "/.\(name).so.tmp", folder + "/\(name).so") == 0)
     }
 
     static func cc(_ arguments: [String]) throws {
@@ -119,6 +121,32 @@ import Testing
         try #require(process.terminationStatus == 0, "rustc failed")
         let r = try CLI.run(["test", ws.plugins])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+    }
+
+    /// A library rebuilt while `lifeline run` has it loaded is the new code after `ctl reload`:
+    /// dlopen would give the old image for the same path, so the host loads a copy.
+    @Test func aReload_runsTheRebuiltLibrary() throws {
+        let ws = try Workspace()
+        func build(_ version: String) throws {
+            try Self.plugin(
+                ws, "live",
+                Self.prelude + """
+                    int lifeline_plugin_init(const lifeline_api *host, lifeline_plugin *self) {
+                        api = host;
+                        return api->log(self, LIFELINE_LOG_INFO, S("native \(version) loaded"));
+                    }
+                    """)
+        }
+        try build("v1")
+        let state = ws.path + "/state"
+        let live = try RunTests.Live(["--plugins", ws.plugins, "--state-dir", state])
+        #expect(live.stderr.waitFor("native v1 loaded"))
+        try build("v2, rebuilt")
+        let answer = try CLI.run(["ctl", "--state-dir", state, "reload"])
+        #expect(answer.status == 0, "\(answer.stderr)")
+        #expect(live.stderr.waitFor("native v2, rebuilt loaded"))
+        live.signal(SIGTERM)
+        #expect(live.wait() == 0)
     }
 
     @Test func includeDir_printsTheHeadersFolder_andTheExampleBuiltAgainstItPassesItsTest() throws {
