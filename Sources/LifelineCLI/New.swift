@@ -3,7 +3,7 @@ import Foundation
 import Lifeline
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct New: ParsableCommand {
@@ -16,8 +16,9 @@ struct New: ParsableCommand {
               lifeline new autosave --native   a C plugin and its Makefile, built
 
             Writes DIR/NAME: a plugin that finishes its work in a background task and
-            ends the task on every path, with scenarios/basic.scenario and
-            scenarios/expired.scenario, whose expect lines hold both paths. A Lua plugin
+            ends the task on every path, with scenarios whose expect lines hold it to
+            them: basic (the work is done in time), expired (the time runs out first),
+            twice (two trips to the background at once). A Lua plugin
             also gets the editor files (.luarc.json for the Lua language server,
             .luacheckrc for luacheck). `lifeline test DIR` passes right after; for a
             Swift package, its own lifeline's does (the command is printed).
@@ -113,7 +114,8 @@ enum NewPlugin {
             return "NAME \(shown) does not start with a letter: \(rule)"
         }
         for scalar in name.unicodeScalars {
-            let ok = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+            let ok =
+                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
                 || scalar == "-" || scalar == "_"
             if !ok {
                 let what = scalar == " " ? "a space" : scalar == "/" ? "a '/'" : "'\(Terminal.safe(String(scalar)))'"
@@ -132,11 +134,14 @@ enum NewPlugin {
     /// The names a Swift package of `name` gets, refused (64) when SwiftPM or Swift would: a target
     /// or product that Lifeline's package has already, a package whose name is one of its
     /// dependencies', a type that hides `Lifeline` (the command line's entry) or is a keyword.
-    static func swiftNames(_ name: String, checkout: Checkout) throws(LifelineError) -> (typeName: String, executable: String) {
+    static func swiftNames(_ name: String, checkout: Checkout) throws(LifelineError) -> (
+        typeName: String, executable: String
+    ) {
         let type = typeName(name)
         let executable = name + "-lifeline"
         if ["Lifeline", "Self", "Any", "Type", "Protocol", "SwiftPlugin", "PluginContext"].contains(type) {
-            throw .usage("NAME '\(name)' would make a Swift class '\(type)', which the package's own code needs: choose another")
+            throw .usage(
+                "NAME '\(name)' would make a Swift class '\(type)', which the package's own code needs: choose another")
         }
         for made in [type + "Plugin", executable] where checkout.names.contains(made) {
             throw .usage(
@@ -167,7 +172,8 @@ enum NewPlugin {
         if let given {
             path = absolute(given)
         } else {
-            path = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
+            path =
+                URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().path
         }
         guard let manifest = try? String(contentsOfFile: path + "/Package.swift", encoding: .utf8),
@@ -187,7 +193,9 @@ enum NewPlugin {
         for match in try! NSRegularExpression(pattern: #"name:\s*"([^"]+)""#).matches(in: manifest, range: all) {
             names.insert(text.substring(with: match.range(at: 1)))
         }
-        for match in try! NSRegularExpression(pattern: #"\.package\(\s*url:\s*"([^"]+)""#).matches(in: manifest, range: all) {
+        for match in try! NSRegularExpression(pattern: #"\.package\(\s*url:\s*"([^"]+)""#).matches(
+            in: manifest, range: all)
+        {
             var last = URL(string: text.substring(with: match.range(at: 1)))?.lastPathComponent ?? ""
             if last.hasSuffix(".git") { last.removeLast(4) }
             identities.insert(last.lowercased())
@@ -269,7 +277,8 @@ enum NewPlugin {
             try? fm.removeItem(atPath: temporary)
             if problem == EEXIST || problem == ENOTEMPTY || problem == ENOTDIR {
                 throw .cannotCreate(
-                    "'\(folder)' exists already: lifeline new never writes over a folder (choose another NAME or --dir)")
+                    "'\(folder)' exists already: lifeline new never writes over a folder (choose another NAME or --dir)"
+                )
             }
             throw .cannotCreate("cannot make '\(folder)': \(String(cString: strerror(problem)))")
         }
@@ -310,7 +319,9 @@ enum NewPlugin {
         process.waitUntilExit()
         if process.terminationStatus != 0 {
             FileHandle.standardError.write(
-                Data("lifeline: the build of '\(folder)' failed (exit \(process.terminationStatus)); its files are written\n".utf8))
+                Data(
+                    "lifeline: the build of '\(folder)' failed (exit \(process.terminationStatus)); its files are written\n"
+                        .utf8))
             return false
         }
         return true
@@ -320,14 +331,17 @@ enum NewPlugin {
     static func executable(named name: String) -> String? {
         if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        return path.split(separator: ":").map { "\($0)/\(name)" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 }
 
 /// `text` as one word for a POSIX shell: as it is when it is plain, else in single quotes.
 func shellQuoted(_ text: String) -> String {
     let plain = text.unicodeScalars.allSatisfy {
-        ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || "-_./=:,+@%".unicodeScalars.contains($0)
+        ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+            || "-_./=:,+@%".unicodeScalars.contains($0)
     }
     if plain && !text.isEmpty { return text }
     return "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"

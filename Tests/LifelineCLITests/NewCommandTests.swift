@@ -12,7 +12,8 @@ import Testing
         while let path = walker.nextObject() as? String {
             var isFolder: ObjCBool = false
             FileManager.default.fileExists(atPath: folder + "/" + path, isDirectory: &isFolder)
-            result[path] = isFolder.boolValue ? Data("<folder>".utf8) : FileManager.default.contents(atPath: folder + "/" + path)
+            result[path] =
+                isFolder.boolValue ? Data("<folder>".utf8) : FileManager.default.contents(atPath: folder + "/" + path)
         }
         return result
     }
@@ -27,7 +28,10 @@ import Testing
         let made = try CLI.run(["new", "autosave", "--dir", dir])
         #expect(made.status == 0, "\(made.stderr)")
         #expect(made.stdout.contains("created \(dir)/autosave/"))
-        for file in ["init.lua", "plugin.toml", "scenarios/basic.scenario", "scenarios/expired.scenario"] {
+        for file in [
+            "init.lua", "plugin.toml", "scenarios/basic.scenario", "scenarios/expired.scenario",
+            "scenarios/twice.scenario",
+        ] {
             #expect(made.stdout.contains("\n  \(file)\n"), "\(made.stdout)")
             #expect(FileManager.default.fileExists(atPath: "\(dir)/autosave/\(file)"))
         }
@@ -37,7 +41,8 @@ import Testing
         #expect(tested.status == 0, "\(tested.stdout)\(tested.stderr)")
         #expect(tested.stdout.contains("ok   autosave/scenarios/basic.scenario"))
         #expect(tested.stdout.contains("ok   autosave/scenarios/expired.scenario"))
-        #expect(tested.stdout.contains("2 passed, 0 failed"))
+        #expect(tested.stdout.contains("ok   autosave/scenarios/twice.scenario"))
+        #expect(tested.stdout.contains("3 passed, 0 failed"))
     }
 
     /// The scenarios hold the plugin to both paths: in `basic` its work ends the task, in `expired`
@@ -46,13 +51,19 @@ import Testing
         let ws = try Workspace()
         #expect(try CLI.run(["new", "autosave", "--dir", ws.plugins]).status == 0)
         let folder = ws.plugins + "/autosave/scenarios/"
-        for (scenario, expired, message) in [("basic", false, "saved (run 1)"), ("expired", true, "out of time: stopped early")] {
-            let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", folder + scenario + ".scenario", "--report", "-"])
+        for (scenario, expired, message) in [
+            ("basic", false, "saved (run 1)"), ("expired", true, "out of time: stopped early"),
+        ] {
+            let r = try CLI.run([
+                "simulate", "--plugins", ws.plugins, "--scenario", folder + scenario + ".scenario", "--report", "-",
+            ])
             #expect(r.status == 0, "\(r.stderr)")
             let report = try parseReport(r.stdout)
             let ended = events(report, "taskEnded", plugin: "autosave")
             #expect(ended.count == 1 && ended.first?["expired"] as? Bool == expired, "\(scenario)")
-            #expect(events(report, "log", plugin: "autosave").contains { ($0["message"] as? String) == message }, "\(scenario)")
+            #expect(
+                events(report, "log", plugin: "autosave").contains { ($0["message"] as? String) == message },
+                "\(scenario)")
             #expect(events(report, "suspended").count == 1, "\(scenario)")
             #expect(events(report, "terminated").isEmpty)
         }
@@ -99,7 +110,10 @@ import Testing
         let ws = try Workspace()
         let made = try CLI.run(["new", "notes", "--native", "--dir", ws.plugins])
         #expect(made.status == 0, "\(made.stdout)\(made.stderr)")
-        for file in ["notes.c", "Makefile", "plugin.toml", "scenarios/basic.scenario", "scenarios/expired.scenario"] {
+        for file in [
+            "notes.c", "Makefile", "plugin.toml", "scenarios/basic.scenario", "scenarios/expired.scenario",
+            "scenarios/twice.scenario",
+        ] {
             #expect(made.stdout.contains("\n  \(file)\n"), "\(made.stdout)")
         }
         #expect(made.stdout.contains("make --no-print-directory -C \(ws.plugins)/notes LIFELINE="), "\(made.stdout)")
@@ -110,13 +124,15 @@ import Testing
         #expect(tested.status == 0, "\(tested.stdout)\(tested.stderr)")
         #expect(tested.stdout.contains("ok   notes/scenarios/basic.scenario"))
         #expect(tested.stdout.contains("ok   notes/scenarios/expired.scenario"))
-        #expect(tested.stdout.contains("2 passed, 0 failed"))
+        #expect(tested.stdout.contains("ok   notes/scenarios/twice.scenario"))
+        #expect(tested.stdout.contains("3 passed, 0 failed"))
     }
 
     @Test func existingFolder_isExit73_andLeftAsItWas() throws {
         let ws = try Workspace()
         // A folder with files, an empty folder, and a file of the name.
-        try FileManager.default.createDirectory(atPath: ws.plugins + "/full/scenarios", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: ws.plugins + "/full/scenarios", withIntermediateDirectories: true)
         try ws.file("plugins/full/init.lua", "-- mine\n")
         try ws.file("plugins/full/scenarios/basic.scenario", "0s launch\n")
         try FileManager.default.createDirectory(atPath: ws.plugins + "/empty", withIntermediateDirectories: true)
@@ -137,9 +153,10 @@ import Testing
     @Test func badNames_areExit64_andWriteNothing() throws {
         let ws = try Workspace()
         let dir = ws.path + "/new"
-        for name in ["", "a/b", "..", ".", ".hidden", "my plugin", " lead", "1st", "-x", "tab\there", "é", "a.b",
-                     String(repeating: "x", count: 65), "quote\"d", "semi;colon"]
-        {
+        for name in [
+            "", "a/b", "..", ".", ".hidden", "my plugin", " lead", "1st", "-x", "tab\there", "é", "a.b",
+            String(repeating: "x", count: 65), "quote\"d", "semi;colon",
+        ] {
             // After `--`, so that `-x` reaches the name's check rather than the option parser.
             let r = try CLI.run(["new", "--dir", dir, "--", name])
             #expect(r.status == 64, "'\(name)': \(r.stderr)")
@@ -169,15 +186,19 @@ import Testing
         let made = try CLI.run(["new", "autosave", "--swift", "--dir", ws.plugins])
         #expect(made.status == 0, "\(made.stderr)")
         let folder = ws.plugins + "/autosave"
-        for file in ["Package.swift", "plugin.toml", "README.md", "Sources/AutosavePlugin/Autosave.swift",
-                     "Sources/autosave-lifeline/main.swift", "scenarios/basic.scenario", "scenarios/expired.scenario"]
-        {
+        for file in [
+            "Package.swift", "plugin.toml", "README.md", "Sources/AutosavePlugin/Autosave.swift",
+            "Sources/autosave-lifeline/main.swift", "scenarios/basic.scenario", "scenarios/expired.scenario",
+            "scenarios/twice.scenario",
+        ] {
             #expect(FileManager.default.fileExists(atPath: folder + "/" + file), "\(file)")
         }
         let manifest = contents(folder + "/Package.swift")
         #expect(manifest.contains("let lifelinePath = \"\(CLI.packageRoot)\""), "\(manifest)")
         #expect(manifest.contains(".executable(name: \"autosave-lifeline\""))
-        #expect(contents(folder + "/Sources/autosave-lifeline/main.swift").contains("await Lifeline.main(swiftPlugins: [Autosave.self])"))
+        #expect(
+            contents(folder + "/Sources/autosave-lifeline/main.swift").contains(
+                "await Lifeline.main(swiftPlugins: [Autosave.self])"))
         #expect(contents(folder + "/plugin.toml").contains("swift = \"autosave\""))
         let command = "swift run --package-path \(folder) autosave-lifeline test \(ws.plugins)"
         #expect(made.stdout.contains("next: \(command)"), "\(made.stdout)")
@@ -185,17 +206,22 @@ import Testing
         // The stock lifeline has no plugin 'autosave': its test fails, naming the command.
         let tested = try CLI.run(["test", ws.plugins])
         #expect(tested.status == 1)
-        #expect((tested.stdout + tested.stderr).contains(
-            "no Swift plugin named 'autosave' is compiled into lifeline (compiled in: "), "\(tested.stdout)\(tested.stderr)")
-        #expect((tested.stdout + tested.stderr).contains(
-            "); '\(folder)' is a Swift package that builds its own lifeline with it: \(command)"),
+        #expect(
+            (tested.stdout + tested.stderr).contains(
+                "no Swift plugin named 'autosave' is compiled into lifeline (compiled in: "),
+            "\(tested.stdout)\(tested.stderr)")
+        #expect(
+            (tested.stdout + tested.stderr).contains(
+                "); '\(folder)' is a Swift package that builds its own lifeline with it: \(command)"),
             "\(tested.stdout)\(tested.stderr)")
         // A folder asking for a plugin it does not build gets no such hint.
         try FileManager.default.createDirectory(atPath: ws.path + "/other/beats", withIntermediateDirectories: true)
         try ws.file("other/beats/plugin.toml", "swift = \"nosuch\"\n")
         let scenario = try ws.file("s.scenario", "0s launch\n")
         let plain = try CLI.run(["simulate", "--plugins", ws.path + "/other", "--scenario", scenario])
-        #expect(plain.stderr.contains("no Swift plugin named 'nosuch'") && !plain.stderr.contains("swift run"), "\(plain.stderr)")
+        #expect(
+            plain.stderr.contains("no Swift plugin named 'nosuch'") && !plain.stderr.contains("swift run"),
+            "\(plain.stderr)")
     }
 
     @Test func swift_namesSwiftPMOrSwiftWouldRefuse_areExit64() throws {

@@ -1,9 +1,10 @@
 /// What `lifeline new` writes, as text. Each kind's plugin does the same small thing, the thing
 /// every plugin of a real app does: when the app leaves the foreground it finishes its work inside
 /// a background task, and ends that task on every path, exactly once. Its scenarios hold it to
-/// both paths: `basic` (the work is done in time) and `expired` (the system's time runs out first,
-/// and the expiration handler ends the task). They pass as written, so `lifeline test` is green
-/// at once and a change that breaks a path turns it red.
+/// them: `basic` (the work is done in time), `expired` (the system's time runs out first, and the
+/// expiration handler ends the task) and `twice` (two trips to the background at once, each task
+/// ended by its own work). They pass as written, so `lifeline test` is green at once and a change
+/// that breaks a path turns it red.
 enum NewTemplates {
     /// One file of a new plugin: its path inside the plugin's folder, and its text.
     struct File {
@@ -20,9 +21,7 @@ enum NewTemplates {
         [
             File(path: "init.lua", text: luaInit(name)),
             File(path: "plugin.toml", text: luaManifest(name)),
-            File(path: "scenarios/basic.scenario", text: basicScenario(name)),
-            File(path: "scenarios/expired.scenario", text: expiredScenario(name)),
-        ]
+        ] + scenarios(name)
     }
 
     static func luaInit(_ name: String) -> String {
@@ -78,6 +77,16 @@ enum NewTemplates {
 
     // MARK: - Scenarios (the same for every kind: the plugins behave alike)
 
+    /// The three scenarios every kind gets: the work done in time, the time running out first,
+    /// and two trips to the background at once, each task ended by its own work.
+    static func scenarios(_ name: String) -> [File] {
+        [
+            File(path: "scenarios/basic.scenario", text: basicScenario(name)),
+            File(path: "scenarios/expired.scenario", text: expiredScenario(name)),
+            File(path: "scenarios/twice.scenario", text: twiceScenario(name)),
+        ]
+    }
+
     static func basicScenario(_ name: String) -> String {
         """
         # The user leaves the app: the work is done inside its task, which ends after
@@ -119,6 +128,29 @@ enum NewTemplates {
         """
     }
 
+    static func twiceScenario(_ name: String) -> String {
+        """
+        # The user leaves, comes back and leaves again at once: two tasks run together, and each
+        # ends when its own work is done. A plugin that kept its task in one variable for both
+        # trips would end the second task twice and the first never: the app would not suspend.
+        0s     launch
+        5s     background
+        6s     foreground
+        6s     background
+        20s    foreground
+        30s    terminate
+
+        expect outcome completed
+        expect taskEnded plugin=\(name) name=\(name) expired=false at \(5 + workSeconds)s
+        expect taskEnded plugin=\(name) name=\(name) expired=false at \(6 + workSeconds)s
+        expect taskEnded plugin=\(name) times 2
+        expect log plugin=\(name) contains "saved (run 2)"
+        expect no taskExpiring
+        expect suspended at \(6 + workSeconds)s
+
+        """
+    }
+
     // MARK: - Swift
 
     /// The Swift package: a plugin target, an executable that is lifeline with the plugin in it,
@@ -126,14 +158,14 @@ enum NewTemplates {
     static func swift(_ name: String, typeName: String, executable: String, checkout: String) -> [File] {
         [
             File(path: "README.md", text: swiftReadme(name, executable: executable)),
-            File(path: "Package.swift", text: swiftManifest(name, typeName: typeName, executable: executable, checkout: checkout)),
+            File(
+                path: "Package.swift",
+                text: swiftManifest(name, typeName: typeName, executable: executable, checkout: checkout)),
             File(path: "plugin.toml", text: swiftPluginManifest(name)),
             File(path: ".gitignore", text: "/.build/\n/.swiftpm/\n"),
             File(path: "Sources/\(typeName)Plugin/\(typeName).swift", text: swiftPlugin(name, typeName: typeName)),
             File(path: "Sources/\(executable)/main.swift", text: swiftMain(name, typeName: typeName)),
-            File(path: "scenarios/basic.scenario", text: basicScenario(name)),
-            File(path: "scenarios/expired.scenario", text: expiredScenario(name)),
-        ]
+        ] + scenarios(name)
     }
 
     static func swiftReadme(_ name: String, executable: String) -> String {
@@ -270,16 +302,18 @@ enum NewTemplates {
             File(path: "Makefile", text: nativeMakefile(name)),
             File(path: "plugin.toml", text: nativeManifest(name)),
             File(path: ".gitignore", text: "/\(name).so\n"),
-            File(path: "scenarios/basic.scenario", text: basicScenario(name)),
-            File(path: "scenarios/expired.scenario", text: expiredScenario(name)),
-        ]
+        ] + scenarios(name)
     }
 
     static func nativeSource(_ name: String) -> String {
         """
         /* \(name): when the app leaves the foreground, it finishes its work inside a background
            task. The task ends on every path, exactly once: when the work is done, when it fails,
-           and from the expiration handler when the system's time runs out first. */
+           and from the expiration handler when the system's time runs out first.
+
+           No static variables: the library is loaded once per process, so a static would be
+           shared by every launch in it (`lifeline explore` runs many at once). What a piece of
+           work needs travels in the `user` pointer its callbacks get. */
         #include <lifeline_plugin.h>
         #include <stdio.h>
         #include <stdlib.h>
@@ -290,63 +324,74 @@ enum NewTemplates {
         /* How long the work takes, in seconds. */
         #define WORK_SECONDS \(workSeconds).0
 
-        static const lifeline_api *host;
-        static int runs;
+        /* Strings as pointer and length: S("text") gives both. */
+        #define S(text) text, sizeof(text) - 1
 
         /* One entry into the background: its task, and the timer of its work (0 when none). */
         struct job {
+            const lifeline_api *api;
             uint64_t task, timer;
         };
 
-        static void say(lifeline_plugin *self, const char *message) {
-            host->log(self, LIFELINE_LOG_INFO, message, strlen(message));
+        static void say(const lifeline_api *api, lifeline_plugin *self, const char *message) {
+            api->log(self, LIFELINE_LOG_INFO, message, strlen(message));
         }
 
-        /* Ends the job's task once, whichever path gets here first, and frees the job: after the
+        /* Ends the job's task once, whichever path gets here first, and frees the job: once the
            task has ended and its timer is cancelled, the host calls neither of its callbacks. */
-        static void finish(lifeline_plugin *self, struct job *job, const char *why) {
-            if (job->timer != 0) host->cancel_timer(self, job->timer);
-            say(self, why);
-            host->end_task(self, job->task);
+        static int finish(lifeline_plugin *self, struct job *job, const char *why) {
+            const lifeline_api *api = job->api;
+            if (job->timer != 0) api->cancel_timer(self, job->timer);
+            say(api, self, why);
+            int status = api->end_task(self, job->task);
             free(job);
+            return status;
         }
 
         static int expired(lifeline_plugin *self, void *user) {
-            finish(self, user, "out of time: stopped early");
-            return LIFELINE_OK;
+            return finish(self, user, "out of time: stopped early");
         }
 
-        /* The work itself: put yours here. */
+        /* The work itself: put yours here. This one counts its runs in the plugin's store. */
         static int work(lifeline_plugin *self, void *user) {
             struct job *job = user;
-            char message[64];
+            const lifeline_api *api = job->api;
             job->timer = 0;
-            snprintf(message, sizeof message, "saved (run %d)", ++runs);
-            finish(self, job, message);
-            return LIFELINE_OK;
+            const char *value;
+            size_t len;
+            int runs = 0;
+            if (api->store_get(self, S("runs"), &value, &len) == LIFELINE_OK) sscanf(value, "%d", &runs);
+            char text[32], message[64];
+            int n = snprintf(text, sizeof text, "%d", runs + 1);
+            if (api->store_set(self, S("runs"), text, (size_t)n) != LIFELINE_OK) {
+                const char *why = api->last_error(self, &len);
+                snprintf(message, sizeof message, "failed: %.*s", (int)len, why);
+                return finish(self, job, message);
+            }
+            snprintf(message, sizeof message, "saved (run %d)", runs + 1);
+            return finish(self, job, message);
         }
 
         static int entered_background(lifeline_plugin *self, const lifeline_event *event, void *user) {
             (void)event;
-            (void)user;
+            const lifeline_api *api = user;
             struct job *job = calloc(1, sizeof *job);
             if (job == NULL) return LIFELINE_ERR_REFUSED;
-            int status = host->begin_task(self, "\(name)", strlen("\(name)"), expired, job, &job->task);
+            job->api = api;
+            int status = api->begin_task(self, S("\(name)"), expired, job, &job->task);
             if (status != LIFELINE_OK) {
-                free(job);
+                free(job); /* the app is not running it: nothing to end */
                 return status;
             }
             /* The handler returns at once (one that blocks trips the watchdog); the work runs
                later, from a timer, inside the task. */
-            status = host->after(self, WORK_SECONDS, work, job, &job->timer);
-            if (status != LIFELINE_OK) finish(self, job, "failed: no timer");
-            return status;
+            status = api->after(self, WORK_SECONDS, work, job, &job->timer);
+            if (status != LIFELINE_OK) return finish(self, job, "failed: no timer");
+            return LIFELINE_OK;
         }
 
         int lifeline_plugin_init(const lifeline_api *api, lifeline_plugin *self) {
-            host = api;
-            runs = 0; /* a new launch starts afresh, as a Lua or Swift plugin does */
-            return api->subscribe(self, "didEnterBackground", strlen("didEnterBackground"), entered_background, NULL, NULL);
+            return api->subscribe(self, S("didEnterBackground"), entered_background, (void *)api, NULL);
         }
 
         """
@@ -361,7 +406,7 @@ enum NewTemplates {
         INCLUDE := $(shell $(LIFELINE) --include-dir)
 
         \(name).so: \(name).c
-        \t$(if $(INCLUDE),,$(error '$(LIFELINE) --include-dir' printed nothing: is lifeline on PATH? Try make LIFELINE=path/to/lifeline))
+        \t$(if $(INCLUDE),,$(error '$(LIFELINE) --include-dir' printed nothing: make LIFELINE=path/to/lifeline))
         \t$(CC) -shared -fPIC $(CFLAGS) -I"$(INCLUDE)" \(name).c -o \(name).so
 
         clean:
