@@ -60,9 +60,8 @@ enum NativeAPI {
     static func handOut(_ bytes: some Collection<UInt8>, _ pointer: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                         _ length: UnsafeMutablePointer<Int>?) {
         let thread = NativeThread.state
-        thread.out = bytes.map { CChar(bitPattern: $0) } + [0]
-        thread.out.withUnsafeBufferPointer { pointer?.pointee = $0.baseAddress }
-        length?.pointee = bytes.count
+        thread.out.set(bytes)
+        thread.out.hand(pointer, length)
     }
 
     static func text(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ what: String) throws(NativeError) -> String {
@@ -81,8 +80,8 @@ enum NativeAPI {
         api.size = UInt32(MemoryLayout<lifeline_api>.size)
         api.last_error = { _, length in
             let thread = NativeThread.state
-            length?.pointee = thread.error.count - 1
-            return thread.error.withUnsafeBufferPointer { $0.baseAddress }
+            length?.pointee = thread.error.count
+            return UnsafePointer(thread.error.pointer)
         }
         api.fail = { token, message, length in
             NativeAPI.call(token, "fail") { handle, _ throws(NativeError) in
@@ -140,9 +139,8 @@ enum NativeAPI {
         api.app_state = { token, state, length in
             NativeAPI.call(token, "app_state") { _, context in
                 let thread = NativeThread.state
-                thread.state = Array(context.state.rawValue.utf8CString)
-                thread.state.withUnsafeBufferPointer { state?.pointee = $0.baseAddress }
-                length?.pointee = thread.state.count - 1
+                thread.state.set(context.state.rawValue.utf8)
+                thread.state.hand(state, length)
             }
         }
         api.now = { token, seconds in

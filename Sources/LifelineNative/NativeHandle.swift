@@ -50,10 +50,11 @@ final class NativeHandle {
 final class NativeThread {
     var current: NativeHandle?
     /// The last error, NUL-terminated for C code that prints it as a string.
-    var error: [CChar] = [0]
+    let error = CBuffer()
     /// The bytes the last call that hands some out returned (a value, a file, a list).
-    var out: [CChar] = [0]
-    var state: [CChar] = [0]
+    let out = CBuffer()
+    /// The app's state, as `app_state` hands it out.
+    let state = CBuffer()
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
@@ -72,7 +73,39 @@ final class NativeThread {
     }
 
     func setError(_ message: String) {
-        error = Array(message.utf8CString)
+        error.set(message.utf8)
+    }
+}
+
+/// Bytes handed to C: memory of its own, which stays where it is until the next `set`, with a NUL
+/// after the bytes that the length does not count.
+final class CBuffer {
+    private(set) var pointer: UnsafeMutablePointer<CChar>
+    private(set) var count = 0
+
+    init() {
+        pointer = .allocate(capacity: 1)
+        pointer.initialize(to: 0)
+    }
+
+    deinit { pointer.deallocate() }
+
+    func set(_ bytes: some Collection<UInt8>) {
+        pointer.deallocate()
+        pointer = .allocate(capacity: bytes.count + 1)
+        var i = 0
+        for byte in bytes {
+            pointer[i] = CChar(bitPattern: byte)
+            i += 1
+        }
+        pointer[i] = 0
+        count = i
+    }
+
+    /// Writes where it is and how long, for a C caller's out parameters.
+    func hand(_ where: UnsafeMutablePointer<UnsafePointer<CChar>?>?, _ length: UnsafeMutablePointer<Int>?) {
+        `where`?.pointee = UnsafePointer(pointer)
+        length?.pointee = count
     }
 }
 
