@@ -103,6 +103,7 @@ extension NativeAPI {
                     run: { [weak handle] info in
                         guard let handle else { return .returned }
                         let identifier = Array(info.identifier.utf8CString)
+                        handle.taskExpirations[info.id] = .some(nil)
                         return handle.invoke("the \(info.identifier) task's handler") {
                             identifier.withUnsafeBufferPointer { identifier in
                                 var task = lifeline_task(
@@ -114,7 +115,7 @@ extension NativeAPI {
                         }
                     },
                     expire: { [weak handle] info in
-                        guard let handle, let (expired, user) = handle.taskExpirations[info.id] else { return .returned }
+                        guard let handle, case let (expired, user)?? = handle.taskExpirations[info.id] else { return .returned }
                         return handle.invoke("the \(info.identifier) task's expiration handler") { expired(handle.token, user) }
                     },
                     finished: { [weak handle] info in handle?.taskExpirations[info.id] = nil })
@@ -155,7 +156,10 @@ extension NativeAPI {
         api.set_task_expiration = { token, task, expired, user in
             NativeAPI.call(token, "set_task_expiration") { handle, _ throws(NativeError) in
                 let id = try NativeAPI.id(task, "task")
-                handle.taskExpirations[id] = expired.map { ($0, user) }
+                guard handle.taskExpirations[id] != nil else {
+                    throw NativeError(LIFELINE_ERR_NOT_FOUND, "no scheduled task \(task) is running")
+                }
+                handle.taskExpirations[id] = .some(expired.map { ($0, user) })
             }
         }
         api.set_task_completed = { token, task, success in

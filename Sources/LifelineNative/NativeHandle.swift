@@ -12,8 +12,9 @@ final class NativeHandle {
     var context: PluginContext?
     /// The message a callback gave `api->fail` before it returned an error.
     var failMessage: String?
-    /// The expiration callbacks of scheduled tasks, by task id, set with `set_task_expiration`.
-    var taskExpirations: [Int: (lifeline_callback_fn, UnsafeMutableRawPointer?)] = [:]
+    /// The scheduled tasks running, by id, with the expiration callback `set_task_expiration`
+    /// gave each (nil: none yet).
+    var taskExpirations: [Int: (lifeline_callback_fn, UnsafeMutableRawPointer?)?] = [:]
 
     private static let tokens = Locked(0)
 

@@ -242,6 +242,7 @@ import Testing
                 (void)u;
                 say(self, "run %.*s kind %d", (int)task->identifier_len, task->identifier, task->kind);
                 running = task->id;
+                if (api->set_task_expiration(self, task->id + 1000, expired, NULL) != LIFELINE_ERR_NOT_FOUND) return 9;
                 if (task->kind == LIFELINE_TASK_REFRESH) return api->set_task_completed(self, task->id, 1);
                 return api->set_task_expiration(self, task->id, expired, NULL);
             }
