@@ -111,9 +111,10 @@ struct Explore: ParsableCommand {
             let targets = try loadTargets()
             let session = ExploreSession(targets: targets, options: options)
             session.onUnpreemptibleOverrun = { target, run in
-                // Swift code cannot be stopped: its thread is lost, and the process must end.
+                // Compiled code (Swift or native) cannot be stopped: its thread is lost, and the
+                // process must end.
                 writeLine(
-                    "FAIL \(target.plugin): a Swift handler overran its watchdog limit in run \(run) and cannot be "
+                    "FAIL \(target.plugin): a compiled (Swift or native) handler overran its watchdog limit in run \(run) and cannot be "
                         + "stopped (W3); explore ends here. See the run with: lifeline explore \(directory) --only "
                         + "\(target.plugin) --seed \(seedValue) --runs \(run + 1) --verbose")
                 Foundation.exit(1)
