@@ -182,7 +182,7 @@ struct Explore: ParsableCommand {
             throw .badInput("no folder '\(directory)': give the folder of plugins, as in 'lifeline explore plugins'")
         }
         var folders = try LuaPluginLoader.luaPluginNames(in: directory)
-        folders += try LuaPluginLoader.swiftPluginRequests(in: directory).map(\.folder)
+        folders += try LuaPluginLoader.compiledPluginRequests(in: directory).map(\.folder)
         folders.sort()
         let wanted = only.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
         for name in wanted where !folders.contains(name) {

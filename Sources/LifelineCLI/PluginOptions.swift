@@ -45,7 +45,7 @@ struct PluginOptions: ParsableArguments {
     /// unique. A scenario's `uses` lines (`scenario`) name plugins it needs: each must be in the
     /// folder (65 at its line), and joins an `--only` selection, as in `lifeline test`.
     func descriptors(for scenario: Scenario? = nil) throws(LifelineError) -> [PluginDescriptor] {
-        let requests = try LuaPluginLoader.swiftPluginRequests(in: plugins)
+        let requests = try LuaPluginLoader.compiledPluginRequests(in: plugins)
         let overrides = try configOverrides(
             pluginNames: Set(try LuaPluginLoader.luaPluginNames(in: plugins)),
             swiftNames: Set(requests.flatMap { [$0.folder, $0.swiftName] }))
@@ -54,10 +54,10 @@ struct PluginOptions: ParsableArguments {
         ).map { ($0.name, $0) }
         for request in requests {
             if let failure = request.failure {
-                all.append((request.folder, LuaPluginLoader.failing(request.folder, .swift, failure)))
+                all.append((request.folder, LuaPluginLoader.failing(request.folder, request.kind, failure)))
                 continue
             }
-            if request.manifest.nativeLibrary != nil {
+            if request.kind == .native {
                 let folder = (plugins as NSString).appendingPathComponent(request.folder)
                 all.append(
                     (request.folder, NativePlugins.descriptor(name: request.folder, folder: folder, manifest: request.manifest)))
@@ -124,8 +124,8 @@ struct PluginOptions: ParsableArguments {
                 if configKeys?.contains(key) != true {
                     let prefix = String(key[..<dot])
                     if swiftNames.contains(prefix) {
-                        let kind = try LuaPluginLoader.swiftPluginRequests(in: plugins)
-                            .contains { $0.folder == prefix && $0.manifest.nativeLibrary != nil } ? "native" : "Swift"
+                        let kind = try LuaPluginLoader.compiledPluginRequests(in: plugins)
+                            .contains { $0.folder == prefix && $0.kind == .native } ? "native" : "Swift"
                         throw .usage("--config '\(item)': '\(prefix)' is a \(kind) plugin, which has no [config]")
                     }
                     var message = "--config '\(item)': no Lua plugin named '\(prefix)' in '\(plugins)'"

@@ -20,12 +20,16 @@ public enum LuaPluginLoader {
         }
     }
 
-    /// A subfolder of the plugins folder that names a Swift plugin compiled into the host
-    /// (plugin.toml's `swift = "NAME"`, and no init.lua), or a native plugin (`native = "x.so"`:
-    /// its manifest's `nativeLibrary`; `swiftName` is then the folder's name).
-    public struct SwiftPluginRequest: Sendable {
+    /// A subfolder of the plugins folder whose code is compiled, not Lua: one that names a Swift
+    /// plugin compiled into the host (plugin.toml's `swift = "NAME"`, and no init.lua), or a
+    /// native plugin (`native = "x.so"`: its manifest's `nativeLibrary`; `swiftName` is then the
+    /// folder's name).
+    public struct CompiledPluginRequest: Sendable {
         /// The subfolder's name.
         public var folder: String
+        /// `.swift` or `.native`. For a plugin.toml that cannot be read, what its text seems to
+        /// ask for (a `native` key), so that its failure is reported under the right kind.
+        public var kind: PluginKind
         /// The compiled-in plugin it asks for.
         public var swiftName: String
         public var manifest: PluginManifest
@@ -122,8 +126,8 @@ public enum LuaPluginLoader {
     /// The subfolders of `directory` that ask for a compiled-in Swift plugin, in name order. A
     /// folder without init.lua whose plugin.toml cannot be read is one too, with its `failure`:
     /// it may have meant to ask, and it fails only itself.
-    public static func swiftPluginRequests(in directory: String) throws(LifelineError) -> [SwiftPluginRequest] {
-        var result: [SwiftPluginRequest] = []
+    public static func compiledPluginRequests(in directory: String) throws(LifelineError) -> [CompiledPluginRequest] {
+        var result: [CompiledPluginRequest] = []
         for name in try subfolders(of: directory) {
             let folder = (directory.hasSuffix("/") ? directory : directory + "/") + name
             var info = stat()
@@ -132,13 +136,21 @@ public enum LuaPluginLoader {
             do {
                 let manifest = try readManifest(folder + "/plugin.toml", in: folder)
                 if let swift = manifest.swiftPlugin {
-                    result.append(SwiftPluginRequest(folder: name, swiftName: swift, manifest: manifest))
+                    result.append(CompiledPluginRequest(folder: name, kind: .swift, swiftName: swift, manifest: manifest))
                 } else if manifest.nativeLibrary != nil {
                     // A native plugin (native = "x.so") is named after its folder, as a Lua plugin is.
-                    result.append(SwiftPluginRequest(folder: name, swiftName: name, manifest: manifest))
+                    result.append(CompiledPluginRequest(folder: name, kind: .native, swiftName: name, manifest: manifest))
                 }
             } catch {
-                result.append(SwiftPluginRequest(folder: name, swiftName: name, manifest: PluginManifest(), failure: error.message))
+                let text = (try? String(contentsOfFile: folder + "/plugin.toml", encoding: .utf8)) ?? ""
+                let native = text.split(separator: "\n").contains { line in
+                    let key = line.drop { $0 == " " || $0 == "\t" }
+                    return key.hasPrefix("native") && key.dropFirst(6).drop { $0 == " " || $0 == "\t" }.hasPrefix("=")
+                }
+                result.append(
+                    CompiledPluginRequest(
+                        folder: name, kind: native ? .native : .swift, swiftName: name, manifest: PluginManifest(),
+                        failure: error.message))
             }
         }
         return result

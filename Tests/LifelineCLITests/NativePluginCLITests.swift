@@ -326,5 +326,10 @@ import Testing
         let none = try CLI.run(["simulate", "--plugins", ws.plugins, "--only", "none", "--scenario", s])
         #expect(none.status == 65)
         #expect(none.stderr.contains("none/plugin.toml:1: native = \"none.so\": no such file"), "\(none.stderr)")
+        // `check` names the kind the folder asked for: native, not Swift.
+        let check = try CLI.run(["check", "--plugins", ws.plugins])
+        #expect(check.status == 65)
+        #expect(check.stdout.contains("FAIL up (native):"), "\(check.stdout)")
+        #expect(check.stdout.contains("FAIL none (native):"), "\(check.stdout)")
     }
 }
