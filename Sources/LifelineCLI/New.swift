@@ -37,7 +37,7 @@ struct New: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "The plugin's name: letters, digits, '-' and '_', starting with a letter (at most 64).",
+            "The plugin's name: ASCII letters, digits, '-' and '_', starting with a letter (at most 64).",
             valueName: "NAME"))
     var name: String
 
@@ -106,12 +106,12 @@ enum NewPlugin {
     /// target and type, and a file name beside a Makefile: letters, digits, `-` and `_`, starting
     /// with a letter. So no `/`, no `.` or `..`, no hidden folder, no space, nothing to quote.
     static func nameProblem(_ name: String) -> String? {
-        let rule = "a plugin name is letters, digits, '-' and '_', starting with a letter"
+        let rule = "a plugin name is ASCII letters, digits, '-' and '_', starting with a letter"
         guard let first = name.unicodeScalars.first else { return "NAME is empty: \(rule)" }
         let shown = "'\(Terminal.safe(name))'"
         if name.count > 64 { return "NAME \(shown) is longer than 64 characters" }
         guard ("a"..."z").contains(first) || ("A"..."Z").contains(first) else {
-            return "NAME \(shown) does not start with a letter: \(rule)"
+            return "NAME \(shown) does not start with an ASCII letter: \(rule)"
         }
         for scalar in name.unicodeScalars {
             let ok =
