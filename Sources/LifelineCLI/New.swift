@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Lifeline
+import LifelineNative
 
 #if canImport(Glibc)
     import Glibc
@@ -89,7 +90,7 @@ struct New: ParsableCommand {
             writeLine("created \(folder)/")
             for file in files.map(\.path).sorted() { writeLine("  \(file)") }
             if native {
-                guard try NewPlugin.build(folder) else { return 70 }
+                guard try NewPlugin.build(folder, name: name) else { return 70 }
             }
             writeLine("next: \(next[0])")
             for line in next.dropFirst() { writeLine("      \(line)") }
@@ -294,19 +295,28 @@ enum NewPlugin {
     }
 
     /// Builds a new native plugin with its Makefile, against this binary's header, printing what
-    /// it runs. Without make or cc it says so and prints the command: the files are written, and
+    /// it runs; without make, with the Makefile's own cc command (a machine may have a compiler
+    /// and no make). Without cc it says so and prints the command: the files are written, and
     /// that is not a failure. A build that fails is (false): the template must build.
-    static func build(_ folder: String) throws(LifelineError) -> Bool {
-        guard let make = executable(named: "make"),
-            executable(named: ProcessInfo.processInfo.environment["CC"] ?? "cc") != nil
-        else {
-            writeLine("no make and cc found to build it: with them, run")
+    static func build(_ folder: String, name: String) throws(LifelineError) -> Bool {
+        let compiler = ProcessInfo.processInfo.environment["CC"] ?? "cc"
+        guard let cc = executable(named: compiler) else {
+            writeLine("no \(compiler) found to build it: with a C compiler, run")
             writeLine("  make -C \(shellQuoted(folder))")
             return true
         }
-        // The header of this very binary, whatever lifeline PATH holds.
-        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "lifeline"
-        let command = [make, "--no-print-directory", "-C", folder, "LIFELINE=\(me)"]
+        let command: [String]
+        if let make = executable(named: "make") {
+            // The header of this very binary, whatever lifeline PATH holds.
+            let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "lifeline"
+            command = [make, "--no-print-directory", "-C", folder, "LIFELINE=\(me)"]
+        } else {
+            let include = try NativeHeader.includeDirectory()
+            command = [
+                cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-I\(include)", folder + "/\(name).c", "-o",
+                folder + "/\(name).so",
+            ]
+        }
         writeLine("running: \(command.map(shellQuoted).joined(separator: " "))")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
