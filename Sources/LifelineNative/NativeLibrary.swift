@@ -5,7 +5,7 @@ import Lifeline
 /// A native plugin's shared library, opened once per process (dlopen with RTLD_NOW | RTLD_LOCAL)
 /// and never closed: code from it may still be on a stack, or in a function pointer the host
 /// keeps, when a launch ends.
-final class NativeLibrary: @unchecked Sendable {
+package final class NativeLibrary: @unchecked Sendable {
     typealias InitFunction = @convention(c) (UnsafePointer<lifeline_api>?, OpaquePointer?) -> Int32
     typealias CloseFunction = @convention(c) (OpaquePointer?) -> Void
 
@@ -50,20 +50,29 @@ final class NativeLibrary: @unchecked Sendable {
             seconds: Int(info.st_mtim.tv_sec), nanoseconds: Int(info.st_mtim.tv_nsec))
         return try cache.withLock { (cache: inout Cache) throws(LifelineError) -> NativeLibrary in
             if let (known, library) = cache.loaded[path], known == identity { return library }
-            var openPath = path
-            if cache.loaded[path] != nil {
-                cache.copies += 1
-                openPath = try copy(path, generation: cache.copies)
+            guard cache.loaded[path] != nil else {
+                let library = try open(path, at: path)
+                cache.loaded[path] = (identity, library)
+                return library
             }
-            let library = try open(path, at: openPath)
+            cache.copies += 1
+            let copied = try copy(path, generation: cache.copies)
+            // Once opened, the image is mapped: the copy's file can go at once, so reloads leave
+            // nothing behind in the temporary folder.
+            defer { try? FileManager.default.removeItem(atPath: copied) }
+            let library = try open(path, at: copied)
             cache.loaded[path] = (identity, library)
             return library
         }
     }
 
-    /// A copy of `path` in a temporary folder of this process, with a name dlopen has not seen.
+    /// Where the copies of rebuilt libraries are made: a temporary folder of this process.
+    package static let copiesFolder = (NSTemporaryDirectory() as NSString).appendingPathComponent(
+        "lifeline-native-\(getpid())")
+
+    /// A copy of `path` in `copiesFolder`, with a name dlopen has not seen.
     private static func copy(_ path: String, generation: Int) throws(LifelineError) -> String {
-        let folder = (NSTemporaryDirectory() as NSString).appendingPathComponent("lifeline-native-\(getpid())")
+        let folder = copiesFolder
         let target = (folder as NSString).appendingPathComponent("\(generation)-\((path as NSString).lastPathComponent)")
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

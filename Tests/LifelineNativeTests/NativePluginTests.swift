@@ -305,6 +305,9 @@ import Testing
         let second = try NativeBuild.plugin("rebuilt", "INIT { say(self, \"second build, longer\"); return 0; }", root: root)
         #expect(logs(try run("0s launch\n1s terminate", [second])) == ["second build, longer"])
         #expect(logs(try run("0s launch\n1s terminate", [first])) == ["second build, longer"])
+        // The copy opened for the rebuilt library is gone once it is loaded.
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: NativeLibrary.copiesFolder)) ?? []
+        #expect(!left.contains { $0.hasSuffix("-rebuilt.so") }, "\(left)")
     }
 
     @Test func theBuiltInHeader_isTheSourcesHeader_andIncludeDirHoldsIt() throws {
