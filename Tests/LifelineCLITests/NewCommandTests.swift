@@ -78,12 +78,14 @@ import Testing
         let checked = try CLI.run(["check", "--plugins", ws.plugins])
         #expect(checked.status == 0, "\(checked.stdout)\(checked.stderr)")
         #expect(checked.stdout.contains("ok   autosave (lua)"))
-        let luac = ["/usr/bin/luac5.4", "/usr/bin/luac"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        // Lua 5.4's own luac (scripts/setup installs lua5.4): /usr/bin/luac may be 5.1's, which
+        // lua-check brings, and would refuse what 5.4 reads.
+        let luac = ["/usr/bin/luac5.4"].first { FileManager.default.isExecutableFile(atPath: $0) }
         var seen = 0
         for (path, data) in tree(folder) where data != Data("<folder>".utf8) {
             let full = folder + "/" + path
             if path.hasSuffix(".lua") || path.hasSuffix(".luacheckrc") {
-                let luacPath = try #require(luac, "luac is needed to parse the Lua files")
+                let luacPath = try #require(luac, "luac5.4 is needed to parse the Lua files (scripts/setup installs lua5.4)")
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: luacPath)
                 process.arguments = ["-p", full]
