@@ -72,12 +72,7 @@ struct PluginOptions: ParsableArguments {
                 all.append((request.folder, LuaPluginLoader.failing(request.swiftName, .swift, message)))
                 continue
             }
-            descriptor.network = (try? NetworkPermissions(request.manifest.networkPermissions)) ?? .none
-            descriptor.storeQuota = request.manifest.storeQuota
-            descriptor.filesQuota = request.manifest.filesQuota
-            descriptor.taskIdentifiers = request.manifest.taskIdentifiers
-            let folder = (plugins as NSString).appendingPathComponent(request.folder)
-            descriptor.fingerprint = { PluginFingerprint.of(folder: folder) }
+            descriptor.apply(request.manifest, folder: (plugins as NSString).appendingPathComponent(request.folder))
             all.append((request.folder, descriptor))
         }
         var seen: Set<String> = []

@@ -81,8 +81,6 @@ public enum LuaPluginLoader {
                 continue
             }
             let memory = manifest.memoryLimit ?? PluginManifest.defaultMemoryLimit
-            // Checked when the manifest was parsed.
-            let network = (try? NetworkPermissions(manifest.networkPermissions)) ?? .none
             var config = manifest.config
             for o in configOverrides where o.plugin == nil || o.plugin == name {
                 if let i = config.entries.firstIndex(where: { $0.key == o.key }) {
@@ -92,15 +90,10 @@ public enum LuaPluginLoader {
                 }
             }
             let finalConfig = config
-            var descriptor = PluginDescriptor(
-                name: name, kind: .lua, network: network, storeQuota: manifest.storeQuota,
-                filesQuota: manifest.filesQuota
-            ) {
-                () throws(LifelineError) -> any PluginInstance in
+            var descriptor = PluginDescriptor(name: name, kind: .lua) { () throws(LifelineError) -> any PluginInstance in
                 try LuaPlugin(name: name, directory: folder, memoryLimit: memory, config: finalConfig)
             }
-            descriptor.taskIdentifiers = manifest.taskIdentifiers
-            descriptor.fingerprint = { PluginFingerprint.of(folder: folder) }
+            descriptor.apply(manifest, folder: folder)
             result.append(descriptor)
         }
         return result

@@ -12,15 +12,11 @@ public enum NativePlugins {
         let library = manifest.nativeLibrary ?? ""
         let at = "\(folder)/plugin.toml:\(manifest.nativeLibraryLine)"
         let path = (folder as NSString).appendingPathComponent(library)
-        var descriptor = PluginDescriptor(
-            name: name, kind: .native, network: (try? NetworkPermissions(manifest.networkPermissions)) ?? .none,
-            storeQuota: manifest.storeQuota, filesQuota: manifest.filesQuota
-        ) { () throws(LifelineError) -> any PluginInstance in
+        var descriptor = PluginDescriptor(name: name, kind: .native) { () throws(LifelineError) -> any PluginInstance in
             try check(path, in: folder, library: library, at: at)
             return NativePluginInstance(name: name, library: try NativeLibrary.load(path))
         }
-        descriptor.taskIdentifiers = manifest.taskIdentifiers
-        descriptor.fingerprint = { PluginFingerprint.of(folder: folder) }
+        descriptor.apply(manifest, folder: folder)
         return descriptor
     }
 

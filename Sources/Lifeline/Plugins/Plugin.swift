@@ -50,3 +50,16 @@ public struct PluginDescriptor: Sendable {
         self.make = make
     }
 }
+
+extension PluginDescriptor {
+    /// What plugin.toml says of any plugin, whatever its language: its network permissions, its
+    /// store and files quotas, its task identifiers; and the fingerprint of its `folder`, which a
+    /// reload compares.
+    public mutating func apply(_ manifest: PluginManifest, folder: String) {
+        network = (try? NetworkPermissions(manifest.networkPermissions)) ?? .none  // checked when parsed
+        storeQuota = manifest.storeQuota
+        filesQuota = manifest.filesQuota
+        taskIdentifiers = manifest.taskIdentifiers
+        fingerprint = { PluginFingerprint.of(folder: folder) }
+    }
+}
