@@ -23,6 +23,8 @@ let package = Package(
                 .product(name: "CLuaShims", package: "Lifeline"),
                 .product(name: "LifelineHTTP", package: "Lifeline"),
                 .product(name: "LifelineMetrics", package: "Lifeline"),
+                // The raw GET the metrics tests scrape with.
+                .product(name: "LifelineTesting", package: "Lifeline"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

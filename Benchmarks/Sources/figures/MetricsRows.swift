@@ -4,6 +4,7 @@ import Foundation
 import Lifeline
 import LifelineLua
 import LifelineMetrics
+import LifelineTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -74,8 +75,9 @@ final class Scraper: @unchecked Sendable {
     init(port: Int, every interval: Double) {
         Thread.detachNewThread { [self] in
             while !lock.withLock({ stopped }) {
-                let bytes = Self.get(port: port)
-                precondition(bytes > 0, "a scrape read nothing")
+                // One GET over a fresh connection, as Prometheus makes it.
+                let page = try? httpRequest(port: port, path: "/metrics")
+                precondition(page?.status == 200 && page?.body.isEmpty == false, "a scrape read nothing")
                 lock.withLock { count += 1 }
                 usleep(UInt32(interval * 1e6))
             }
@@ -88,31 +90,5 @@ final class Scraper: @unchecked Sendable {
     func stop() {
         lock.withLock { stopped = true }
         done.wait()
-    }
-
-    /// One GET over a fresh connection, as Prometheus makes it; the bytes read.
-    static func get(port: Int) -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { return 0 }
-        let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        var total = 0
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n <= 0 { break }
-            total += n
-        }
-        return total
     }
 }
