@@ -284,6 +284,10 @@ void lifeline_traceback_of(lua_State *L, lua_State *co) {
 // SLOT_STATES + n.
 enum { SLOT_NAME = 1, SLOT_TIME, SLOT_STATE, SLOT_FIRST_VALUE };
 enum { SLOT_STATES = SLOT_FIRST_VALUE + LIFELINE_EVENT_NAME_SLOTS };
+// Then the event table reused for event name n, in SLOT_TABLES + n, and the metatable that marks
+// a table still fit for reuse.
+enum { SLOT_TABLES = SLOT_STATES + LIFELINE_EVENT_NAME_SLOTS };
+enum { SLOT_GUARD = SLOT_TABLES + LIFELINE_EVENT_NAME_SLOTS + 1 };
 
 // Pushes the string in `slot` of the cache at `cache` (an absolute index), making it from `text`
 // the first time; slot 0 pushes `text` without caching.
@@ -297,6 +301,59 @@ static void lifeline_push_cached(lua_State *L, int cache, int slot, const char *
     lua_pushstring(L, text);
     lua_pushvalue(L, -1);
     lua_rawseti(L, cache, slot);
+}
+
+// A handler added a field to its event table: the table becomes the handler's own, and the next
+// event of its kind gets a new one. A field the table already has is only refilled, so no
+// handler sees what an earlier one wrote.
+static int lifeline_event_newindex(lua_State *L) {
+    lua_settop(L, 3);
+    lua_rawset(L, 1);
+    lua_pushnil(L);
+    lua_setmetatable(L, 1);
+    return 0;
+}
+
+// Pushes the event table for a plain event (name, time and state only). Each state keeps one per
+// event name and refills it, so that a handler call allocates nothing once every kind has been
+// seen: a new table per call was garbage for a collector whose memory is cold by the next event.
+// A table that a handler changed beyond refilling (a field added, a metatable of its own) is left
+// to the handler and replaced. `cache` is the absolute index of the strings cache.
+static void lifeline_push_event_table(lua_State *L, int cache, const LifelineEvent *ev) {
+    int slot = SLOT_TABLES + ev->name_slot;
+    int reusable = 0;
+    if (lua_rawgeti(L, cache, slot) == LUA_TTABLE) {    // stack: ..., t
+        if (lua_getmetatable(L, -1)) {                   // stack: ..., t, mt
+            lua_rawgeti(L, cache, SLOT_GUARD);           // stack: ..., t, mt, guard
+            reusable = lua_rawequal(L, -1, -2);
+            lua_pop(L, 2);                               // stack: ..., t
+        }
+    }
+    if (!reusable) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 3);                        // stack: ..., t
+        if (lua_rawgeti(L, cache, SLOT_GUARD) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            lua_createtable(L, 0, 1);                    // stack: ..., t, guard
+            lua_pushcfunction(L, lifeline_event_newindex);
+            lua_setfield(L, -2, "__newindex");
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, cache, SLOT_GUARD);
+        }
+        lua_setmetatable(L, -2);                         // stack: ..., t
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, cache, slot);
+    }
+    int t = lua_gettop(L);
+    lifeline_push_cached(L, cache, SLOT_NAME, "name");
+    lifeline_push_cached(L, cache, SLOT_FIRST_VALUE + ev->name_slot, ev->name);
+    lua_rawset(L, t);
+    lifeline_push_cached(L, cache, SLOT_TIME, "time");
+    lua_pushnumber(L, ev->time);
+    lua_rawset(L, t);
+    lifeline_push_cached(L, cache, SLOT_STATE, "state");
+    lifeline_push_cached(L, cache, ev->state_slot > 0 ? SLOT_STATES + ev->state_slot : 0, ev->state);
+    lua_rawset(L, t);
 }
 
 static int lifeline_call_thunk(lua_State *L) {
@@ -317,6 +374,12 @@ static int lifeline_call_thunk(lua_State *L) {
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->strings_ref);  // stack: cache
     lua_rawgeti(L, LUA_REGISTRYINDEX, ref);             // stack: cache, f
+    if (ev->transfer_id == NULL && ev->completion <= 0 && ev->payload == NULL && ev->name_slot > 0 &&
+        ev->name_slot <= LIFELINE_EVENT_NAME_SLOTS) {
+        lifeline_push_event_table(L, 1, ev);            // stack: cache, f, event
+        lua_call(L, 1, 0);                              // stack: cache
+        return 0;
+    }
     lua_createtable(L, 0, ev->transfer_id ? 7 : 5);     // stack: cache, f, event
     lifeline_push_cached(L, 1, SLOT_NAME, "name");
     lifeline_push_cached(L, 1, ev->name_slot > 0 ? SLOT_FIRST_VALUE + ev->name_slot : 0, ev->name);

@@ -33,6 +33,7 @@ static void *lifeline_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         c->used += nsize;
         return p;
     }
+    if (nsize > old) c->allocations++;
     if (nsize > old && c->in_bridge == 0) {
         if (c->stopping) return NULL;  // the watchdog's stop, raised as a memory error (see the hook)
         if (c->used - old + nsize > c->limit) {
@@ -85,6 +86,7 @@ void *lifeline_owner(lua_State *L) { return lifeline_control_of(L)->owner; }
 void lifeline_control_set_owner(LifelineControl *c, void *owner) { c->owner = owner; }
 size_t lifeline_memory_used(LifelineControl *c) { return c->used; }
 size_t lifeline_memory_limit(LifelineControl *c) { return c->limit; }
+size_t lifeline_allocation_count(LifelineControl *c) { return c->allocations; }
 
 /// Whether `bytes` more fit under the cap (no overflow, whatever `bytes` is).
 static int lifeline_fits(LifelineControl *c, size_t bytes) { return c->used <= c->limit && bytes <= c->limit - c->used; }

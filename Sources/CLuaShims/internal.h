@@ -18,6 +18,7 @@ struct LifelineControl {
     void *owner;
     size_t used;   // bytes the state holds; touched only by the allocator (the plugin's thread)
     size_t limit;  // the cap; past it allocations fail and Lua raises a memory error
+    size_t allocations;  // blocks made or grown so far: what a benchmark reads to show a path allocates nothing
     int in_bridge;  // > 0 while Swift code runs inside a Lua call: the cap is lifted so no error longjmps through it
     int stopping;   // set by the hook once the stop hit: every allocation fails from then on
     int deep_oom;   // the cap was hit this many calls deep or more: runaway recursion, reported as a stack overflow

@@ -84,6 +84,8 @@ public final class LuaPlugin: PluginInstance {
 
     /// Bytes the plugin's state holds now, with what the host keeps for it (`HostCharge`).
     public var memoryUsed: Int { control.map { Int(lifeline_memory_used($0)) } ?? 0 }
+    /// How many blocks the plugin's state has allocated or grown since it was made.
+    public var allocationCount: Int { control.map { Int(lifeline_allocation_count($0)) } ?? 0 }
 
     /// What the host keeps for each function a plugin hands it (the function's registry slot is
     /// the state's own): the record, the closure around it, the executor's job, measured with

@@ -45,6 +45,8 @@ void *lifeline_owner(lua_State *L);
 void lifeline_control_set_owner(LifelineControl *c, void *owner);
 size_t lifeline_memory_used(LifelineControl *c);
 size_t lifeline_memory_limit(LifelineControl *c);
+/// How many blocks the state's allocator has made or grown since the state was made.
+size_t lifeline_allocation_count(LifelineControl *c);
 /// Whether the last memory error hit the cap deep in recursion (a stack overflow); clears it.
 int lifeline_take_deep_oom(LifelineControl *c);
 
