@@ -71,12 +71,30 @@ static int bench_empty(lua_State *L) {
     return 0;
 }
 
+// `bench.keep(seconds, f)` keeps f, as a timer keeps its function; `bench.take()` gives it back.
+static char bench_kept_key;
+
+static int bench_keep(lua_State *L) {
+    lua_settop(L, 2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &bench_kept_key);
+    return 0;
+}
+
+static int bench_take(lua_State *L) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &bench_kept_key);
+    return 1;
+}
+
 int bench_run_plain(const char *source, char *error, int error_size) {
     lua_State *L = luaL_newstate();
     luaL_openlibs(L);
     lua_newtable(L);
     lua_pushcfunction(L, bench_empty);
     lua_setfield(L, -2, "empty");
+    lua_pushcfunction(L, bench_keep);
+    lua_setfield(L, -2, "keep");
+    lua_pushcfunction(L, bench_take);
+    lua_setfield(L, -2, "take");
     lua_setglobal(L, "bench");
     int status = luaL_loadstring(L, source);
     if (status == LUA_OK) status = lua_pcall(L, 0, 0, 0);

@@ -15,6 +15,8 @@ struct CountedRow {
     var steps: Int
     var lifeline: (Int) -> Void
     var baseline: (Int) -> Void
+    /// What the count adds to the row, where its target is counted too (simulate.long's host share).
+    var judge: ((inout Row, InstructionFigures) -> Void)? = nil
 }
 
 /// Instructions per unit of each side, and their ratio.

@@ -23,14 +23,19 @@ struct Row {
     var met: Bool?
     /// Other figures measured beside it (OperationQueue beside DispatchQueue, p50 beside p99).
     var others: [(name: String, value: Double)] = []
+    /// Figures shown beside the row with no ratio: an allocation count, a share of a count.
+    var notes: [(name: String, value: String)] = []
     /// Instructions per unit of each side, counted by callgrind (`--instructions`).
     var instructions: InstructionFigures?
+    /// Whether the counted sides are the timed ones, so that the two ratios should agree; false
+    /// where the count answers another question (simulate.long counts the host's share).
+    var instructionsMatchTimed = true
 
     var ratio: Double? { baseline.map { value / $0.value } }
 
     /// Whether the instruction ratio is within 20 % of the timed ratio.
     var instructionsAgree: Bool? {
-        guard let ratio, let instructions else { return nil }
+        guard let ratio, let instructions, instructionsMatchTimed else { return nil }
         return abs(instructions.ratio - ratio) <= 0.2 * ratio
     }
 }
@@ -88,6 +93,9 @@ func table(_ rows: [Row]) -> String {
             let ratio = r.baseline == nil ? "—" : String(format: "%.2f", r.value / o.value)
             lines.append(["", "", "", o.name, formatted(o.value), ratio, "", ""] + (counted ? ["", "", "", ""] : []))
         }
+        for n in r.notes {
+            lines.append(["", "", "", n.name, n.value, "—", "", ""] + (counted ? ["", "", "", ""] : []))
+        }
     }
     let widths = (0..<lines[0].count).map { c in lines.map { $0[c].count }.max()! }
     return lines.enumerated().map { i, cells in
@@ -120,6 +128,11 @@ func json(_ rows: [Row]) -> String {
                 "\"instructions\": {\"value\": \(number(i.value)), \"baseline\": \(number(i.baseline)), "
                     + "\"ratio\": \(number(i.ratio)), \"agrees\": "
                     + (r.instructionsAgree.map { $0 ? "true" : "false" } ?? "null") + "}")
+        }
+        if !r.notes.isEmpty {
+            fields.append(
+                "\"notes\": [" + r.notes.map { "{\"name\": \(string($0.name)), \"value\": \(string($0.value))}" }
+                    .joined(separator: ", ") + "]")
         }
         if !r.others.isEmpty {
             fields.append(

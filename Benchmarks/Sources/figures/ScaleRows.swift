@@ -1,4 +1,4 @@
-// The rows about size: plugins.load, report.write, scale.plugins.
+// The rows about size: plugins.load, report.write, scale.plugins at each size.
 import BenchBaselines
 import Foundation
 import Lifeline
@@ -71,14 +71,16 @@ func writeReport(_ recorder: Recorder, to path: String) -> Double {
     return Double(fileSize(path)) / 1e6 / seconds
 }
 
-/// MB/s at which `bytes` go to `path` with one write.
-func writeOnce(_ bytes: [UInt8], to path: String) -> Double {
+/// MB/s at which `bytes` replace the file at `path` as Lifeline replaces a report: one write to
+/// a new temporary file beside it, no fsync, then a rename over the old one. The two sides then
+/// pay the same for the file system, and the ratio is what formatting costs.
+func replaceOnce(_ bytes: [UInt8], at path: String) -> Double {
     let start = Monotonic.nanoseconds()
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let temporary = path + ".\(getpid()).tmp"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
     precondition(fd >= 0)
     let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
-    precondition(written == bytes.count)
+    precondition(close(fd) == 0 && written == bytes.count && rename(temporary, path) == 0)
     return Double(bytes.count) / 1e6 / (Double(Monotonic.nanoseconds() - start) / 1e9)
 }
 
@@ -95,15 +97,17 @@ func reportWriteRow() -> Row {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     _ = writeReport(recorder, to: dir + "/report.json")
     let bytes = [UInt8](FileManager.default.contents(atPath: dir + "/report.json")!)
+    _ = replaceOnce(bytes, at: dir + "/bytes.json")  // so that each side's first round replaces a file too
     // Each round starts with the rounds before it written back (outside the time): otherwise a
     // side pays for the other's writeback, and the flush that replacing a file starts waits behind it.
     let m = interleaved(rounds: 5, [
         { sync(); return writeReport(recorder, to: dir + "/report.json") },
-        { sync(); return writeOnce(bytes, to: dir + "/bytes.json") },
+        { sync(); return replaceOnce(bytes, at: dir + "/bytes.json") },
     ])
     return Row(
-        name: "report.write", unit: "MB/s", value: m[0], baseline: ("the same bytes with one write", m[1]),
-        target: "≥ 0.5", met: m[0] / m[1] >= 0.5)
+        name: "report.write", unit: "MB/s", value: m[0],
+        baseline: ("the same bytes, one write to a new file renamed over the old", m[1]), target: "≥ 0.8",
+        met: m[0] / m[1] >= 0.8)
 }
 
 // MARK: scale.plugins
@@ -111,13 +115,26 @@ func reportWriteRow() -> Row {
 /// The plugin counts scale.plugins dispatches to.
 let scaleCounts = [10, 100, 1_000, 10_000]
 
-func scalePluginsRow() -> Row {
+/// ns per handler at each size, Lifeline's and the bare C loop's over as many states, measured
+/// once for the four rows, in alternating rounds: a state's memory is cold the same way on both
+/// sides, so each ratio says what Lifeline adds at that size, not what the cache costs.
+let scaleFigures: [Int: (lifeline: Double, bare: Double)] = {
     let hosts = scaleCounts.map { dispatchHost(plugins: $0) }
     defer { for (_, dir) in hosts { try? FileManager.default.removeItem(atPath: dir) } }
-    let m = interleaved(
-        rounds: 7, zip(scaleCounts, hosts).map { count, host in { dispatchPerHandler(host.0, plugins: count, handlers: 100_000) } })
+    var sides: [() -> Double] = []
+    for (count, host) in zip(scaleCounts, hosts) {
+        sides.append { dispatchPerHandler(host.0, plugins: count, handlers: 100_000) }
+        sides.append { bareDispatch(states: count, rounds: max(1, 100_000 / count)) }
+    }
+    let m = interleaved(rounds: 7, sides)
     for (host, _) in hosts { host.checkClean() }
+    return Dictionary(uniqueKeysWithValues: scaleCounts.enumerated().map { i, count in (count, (m[2 * i], m[2 * i + 1])) })
+}()
+
+func scalePluginsRow(_ count: Int) -> Row {
+    let f = scaleFigures[count]!
     return Row(
-        name: "scale.plugins", unit: "ns/handler", value: m[3], baseline: ("the same with 10 plugins", m[0]),
-        target: "≤ 1.5", met: m[3] / m[0] <= 1.5, others: [("100 plugins", m[1]), ("1,000 plugins", m[2])])
+        name: "scale.plugins." + (count >= 1000 ? "\(count / 1000)k" : "\(count)"), unit: "ns/handler", value: f.lifeline,
+        baseline: ("C loop, \(count.formatted()) lua_States, lua_pcall", f.bare), target: "≤ 1.5",
+        met: f.lifeline / f.bare <= 1.5)
 }

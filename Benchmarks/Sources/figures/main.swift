@@ -28,7 +28,10 @@ let rows: [(name: String, run: () -> Row)] = [
     ("simulate.long", simulateLongRow),
     ("plugins.memory", pluginsMemoryRow),
     ("plugins.load", pluginsLoadRow),
-    ("scale.plugins", scalePluginsRow),
+    ("scale.plugins.10", { scalePluginsRow(10) }),
+    ("scale.plugins.100", { scalePluginsRow(100) }),
+    ("scale.plugins.1k", { scalePluginsRow(1_000) }),
+    ("scale.plugins.10k", { scalePluginsRow(10_000) }),
     ("report.write", reportWriteRow),
     ("http.loopback", httpRow),
     ("transfer.loopback", transferRow),
@@ -65,11 +68,31 @@ let countedRows: [CountedRow] = [
             _ = loadPlugins(dir, count: 100 * $0)
         },
         baseline: { _ = sandboxedStates(count: 100 * $0) }),
-    // 10,000 plugins against 10, the same number of handler calls a step.
+    // Each size against the bare C loop over as many states: about 1,000 handler calls a step.
+    scaleCounted("scale.plugins.10", plugins: 10, steps: 4),
+    scaleCounted("scale.plugins.100", plugins: 100, steps: 4),
+    scaleCounted("scale.plugins.1k", plugins: 1_000, steps: 4),
+    scaleCounted("scale.plugins.10k", plugins: 10_000, steps: 1),
+    // A step is one background cycle of the 1,000 plugins: 10,000 timer firings, against the
+    // same plugin code run in plain Lua. Loading cancels out in the difference of two counts.
     CountedRow(
-        name: "scale.plugins", unitsPerStep: 10_000, steps: 1, lifeline: { _ = hostDispatch(plugins: 10_000, events: $0) },
-        baseline: { _ = hostDispatch(plugins: 10, events: 1000 * $0) }),
+        name: "simulate.long", unitsPerStep: 10_000, steps: 1,
+        lifeline: { cycles in
+            let dir = tempPlugins(Dictionary(uniqueKeysWithValues: (0..<1000).map { ("p\($0)", longPlugin) }))
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            _ = simulateLong(dir, scenario: longScenario(cycles: cycles))
+        },
+        baseline: { cycles in _ = longPluginInPlainLua(cycles: 1000 * cycles) },
+        judge: judgeHostShare),
 ]
+
+func scaleCounted(_ name: String, plugins: Int, steps: Int) -> CountedRow {
+    let events = max(1, 1000 / plugins)
+    return CountedRow(
+        name: name, unitsPerStep: events * plugins, steps: steps,
+        lifeline: { _ = hostDispatch(plugins: plugins, events: events * $0) },
+        baseline: { _ = bareDispatch(states: plugins, rounds: events * $0) })
+}
 
 /// Lifeline's side of a row alone, once, for a profiler: `valgrind --tool=callgrind figures profile NAME`.
 let profiles: [String: () -> Void] = [
@@ -137,7 +160,13 @@ if let i = arguments.firstIndex(of: "--json") {
 }
 let countsInstructions = arguments.contains("--instructions")
 arguments.removeAll { $0 == "--instructions" }
-let unknown = arguments.filter { name in !rows.contains { $0.name == name } }
+/// Whether the command line names `row`: by its name, or by a group's (`scale.plugins` names
+/// `scale.plugins.10` and its sizes) when no row has that name.
+@MainActor func named(_ row: String) -> Bool {
+    arguments.isEmpty || arguments.contains(row)
+        || arguments.contains { arg in !rows.contains { $0.name == arg } && row.hasPrefix(arg + ".") }
+}
+let unknown = arguments.filter { arg in !rows.contains { $0.name == arg || $0.name.hasPrefix(arg + ".") } }
 if !unknown.isEmpty {
     FileHandle.standardError.write(Data(
         "figures: no benchmark named \(unknown.joined(separator: ", ")); the names are: \(rows.map(\.name).joined(separator: ", "))\n".utf8))
@@ -145,7 +174,7 @@ if !unknown.isEmpty {
 }
 
 var results: [Row] = []
-for (name, run) in rows where arguments.isEmpty || arguments.contains(name) {
+for (name, run) in rows where named(name) {
     FileHandle.standardError.write(Data("measuring \(name)…\n".utf8))
     // Each row starts with nothing of an earlier row left to write back: report.write leaves
     // hundreds of megabytes of dirty pages, and transfer.loopback, run after it, measured 0.6
@@ -154,7 +183,9 @@ for (name, run) in rows where arguments.isEmpty || arguments.contains(name) {
     var row = run()
     if countsInstructions, let counted = countedRows.first(where: { $0.name == name }) {
         FileHandle.standardError.write(Data("counting \(name) under callgrind…\n".utf8))
-        row.instructions = countInstructions(counted)
+        let figures = countInstructions(counted)
+        row.instructions = figures
+        counted.judge?(&row, figures)
     }
     results.append(row)
 }
