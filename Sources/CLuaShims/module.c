@@ -4,6 +4,7 @@
 
 #include "internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 // ---------------------------------------------------------------- lifeline.log and print
@@ -216,29 +217,145 @@ static void lifeline_place(lua_State *L, const char *name) {
     lua_pop(L, 1);                                    // stack: lifeline
 }
 
+// Whether `name` ("store.get", "json") belongs to the area `area` ("store"), given as text and
+// length.
+static int lifeline_in_area(const char *name, const char *area, size_t len) {
+    return strncmp(name, area, len) == 0 && (name[len] == '\0' || name[len] == '.');
+}
+
+// The hooks, kept for the areas made after the module opened. They are the same for every state
+// (the host's one list), so one copy serves the process: the first one made stays.
+static _Atomic(const LifelineHooks *) lifeline_kept_hooks;
+
+static const LifelineHooks *lifeline_keep_hooks(const LifelineHooks *hooks) {
+    const LifelineHooks *kept = atomic_load_explicit(&lifeline_kept_hooks, memory_order_acquire);
+    if (kept != NULL) return kept;
+    LifelineHooks *copy = malloc(sizeof *copy);
+    if (copy == NULL) return NULL;
+    *copy = *hooks;
+    const LifelineHooks *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(
+            &lifeline_kept_hooks, &expected, copy, memory_order_acq_rel, memory_order_acquire)) {
+        free(copy);
+        return expected;
+    }
+    return copy;
+}
+
+// Makes the area `area` (len bytes) of the module at `module`, if it is one: its functions from
+// the list, then its C parts, placed as when the whole module was made at once. Leaves the stack
+// as it was; returns whether it was an area.
+static int lifeline_make_area(lua_State *L, int module, const char *area, size_t len) {
+    LifelineControl *c = lifeline_control_of(L);
+    const LifelineReg *functions = c->functions;
+    const LifelineHooks *hooks = atomic_load_explicit(&lifeline_kept_hooks, memory_order_acquire);
+    int found = 0;
+    lua_pushvalue(L, module);                 // stack: ..., lifeline
+    for (const LifelineReg *r = functions; r->name; r++) {
+        if (strchr(r->name, '.') == NULL || strchr(r->name, ':') != NULL) continue;
+        if (!lifeline_in_area(r->name, area, len)) continue;
+        lifeline_push_listed(L, functions, r);  // stack: ..., lifeline, fn
+        lifeline_place(L, r->name);           // stack: ..., lifeline
+        found = 1;
+    }
+    for (const luaL_Reg *part = lifeline_parts; part->name; part++) {
+        if (!lifeline_in_area(part->name, area, len) || strcmp(part->name, "config") == 0) continue;
+        lua_pushcfunction(L, part->func);
+        lua_pushlightuserdata(L, (void *)hooks);
+        lua_call(L, 1, 1);                    // stack: ..., lifeline, value
+        lifeline_place(L, part->name);        // stack: ..., lifeline
+        found = 1;
+    }
+    lua_pop(L, 1);
+    return found;
+}
+
+// lifeline's __index: an area (lifeline.store, lifeline.http, ...) is made the first time it is
+// read, and from then on it is a plain field. Most plugins use a few of the areas, and making all
+// of them was a third of what opening a plugin's state cost.
+static int lifeline_module_index(lua_State *L) {
+    size_t len;
+    const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &len) : NULL;
+    lua_settop(L, 2);
+    if (key == NULL || strlen(key) != len || !lifeline_make_area(L, 1, key, len)) return 0;
+    lua_rawget(L, 1);
+    return 1;
+}
+
+// Every area, made: what pairs(lifeline) and next() see is then the whole module.
+static void lifeline_make_areas(lua_State *L, int module) {
+    const LifelineReg *functions = lifeline_control_of(L)->functions;
+    for (const LifelineReg *r = functions; r->name; r++) {
+        const char *dot = strchr(r->name, '.');
+        if (dot == NULL || strchr(r->name, ':') != NULL) continue;
+        lua_pushlstring(L, r->name, (size_t)(dot - r->name));
+        if (lua_rawget(L, module) == LUA_TNIL) lifeline_make_area(L, module, r->name, (size_t)(dot - r->name));
+        lua_pop(L, 1);
+    }
+    for (const luaL_Reg *part = lifeline_parts; part->name; part++) {
+        const char *dot = strchr(part->name, '.');
+        size_t len = dot ? (size_t)(dot - part->name) : strlen(part->name);
+        lua_pushlstring(L, part->name, len);
+        if (lua_rawget(L, module) == LUA_TNIL) lifeline_make_area(L, module, part->name, len);
+        lua_pop(L, 1);
+    }
+}
+
+// next(), as the base library's: pairs(lifeline) does not depend on the global.
+static int lifeline_next(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 2);
+    if (lua_next(L, 1)) return 2;
+    lua_pushnil(L);
+    return 1;
+}
+
+// pairs(lifeline): the whole module, as when every area was made at once.
+static int lifeline_module_pairs(lua_State *L) {
+    lua_settop(L, 1);
+    lifeline_make_areas(L, 1);
+    lua_pushcfunction(L, lifeline_next);
+    lua_pushvalue(L, 1);
+    lua_pushnil(L);
+    return 3;
+}
+
 static int lifeline_open_module_thunk(lua_State *L) {
     const LifelineReg *functions = (const LifelineReg *)lua_touserdata(L, 1);
-    const LifelineHooks *hooks = (const LifelineHooks *)lua_touserdata(L, 2);
+    const LifelineHooks *hooks = lifeline_keep_hooks((const LifelineHooks *)lua_touserdata(L, 2));
     lua_settop(L, 0);
+    if (hooks == NULL) return lifeline_raise_nomem(L);
     lifeline_set_completion(hooks->complete);
     lifeline_open_objects(L, functions);
     // Sized for its fields up front: grown one insert at a time, the table would be rehashed at
-    // every power of two, a good part of what a plugin's state costs to make.
-    int fields = 0;
+    // every power of two, a good part of what a plugin's state costs to make. The areas come later.
+    int fields = 1;
     for (const LifelineReg *r = functions; r->name; r++) fields += strpbrk(r->name, ":.") == NULL;
-    for (const luaL_Reg *part = lifeline_parts; part->name; part++) fields += strchr(part->name, '.') == NULL;
-    lua_createtable(L, 0, fields + 8);        // stack: lifeline (8: the tables of dotted names)
+    lua_createtable(L, 0, fields);            // stack: lifeline
     for (const LifelineReg *r = functions; r->name; r++) {
-        if (strchr(r->name, ':') != NULL) continue;  // a method: see lifeline_open_objects
+        if (strpbrk(r->name, ":.") != NULL) continue;  // a method (lifeline_open_objects), or an area's
         lifeline_push_listed(L, functions, r);  // stack: lifeline, fn
         lifeline_place(L, r->name);           // stack: lifeline
     }
-    for (const luaL_Reg *part = lifeline_parts; part->name; part++) {
-        lua_pushcfunction(L, part->func);
-        lua_pushlightuserdata(L, (void *)hooks);
-        lua_call(L, 1, 1);                    // stack: lifeline, value
-        lifeline_place(L, part->name);        // stack: lifeline
-    }
+    // print, at info, goes to the host log; lifeline.log waits for its first use.
+    lua_pushlightuserdata(L, (void *)hooks->log);
+    lua_pushinteger(L, 1);
+    lua_pushcclosure(L, lifeline_log_thunk, 2);
+    lua_setglobal(L, "print");
+    // lifeline.config is made now: a config past the memory cap fails the load, not a later read.
+    lua_pushcfunction(L, lifeline_open_config);
+    lua_pushlightuserdata(L, (void *)hooks);
+    lua_call(L, 1, 1);                        // stack: lifeline, config
+    lifeline_place(L, "config");              // stack: lifeline
+    lua_createtable(L, 0, 3);                 // stack: lifeline, mt
+    lua_pushcfunction(L, lifeline_module_index);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, lifeline_module_pairs);
+    lua_setfield(L, -2, "__pairs");
+    // Plugins cannot take the metatable off, and with it the areas not made yet.
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);                  // stack: lifeline
     lifeline_open_os(L, hooks);
     lua_pushvalue(L, -1);
     lua_setglobal(L, "lifeline");

@@ -75,6 +75,10 @@ enum ModuleWalk {
         var shape = ModuleShape()
         let top = lua_gettop(L)
         defer { lua_settop(L, top) }
+        // The module makes its areas (lifeline.store, lifeline.http, ...) when first read; pairs()
+        // makes them all, so that the walk below, which reads the table raw, sees every one.
+        #expect(luaL_loadstring(L, "for _ in pairs(lifeline) do end") == LUA_OK)
+        #expect(lua_pcallk(L, 0, 0, 0, 0, nil) == LUA_OK)
         // The module, from its global.
         #expect(lua_getglobal(L, "lifeline") == LUA_TTABLE)
         walkTable(L, lua_gettop(L), path: "lifeline", into: &shape)
