@@ -23,13 +23,17 @@ static void lifeline_push_methods(lua_State *L, const LifelineReg *functions, co
     }
 }
 
+// Sets the metatable of the value on top of the stack to class `tname`, making the class first
+// if this state has none yet (lifeline_push_class).
+static void lifeline_set_class(lua_State *L, const char *tname);
+
 // ---------------------------------------------------------------- handles
 
 LifelineHandle *lifeline_push_handle(lua_State *L, int kind, lua_Integer id) {
     LifelineHandle *h = (LifelineHandle *)lua_newuserdatauv(L, sizeof(LifelineHandle), 0);  // stack: ..., h
     h->kind = kind;
     h->id = id;
-    luaL_setmetatable(L, LIFELINE_HANDLE);
+    lifeline_set_class(L, LIFELINE_HANDLE);
     return h;
 }
 
@@ -58,7 +62,7 @@ LifelineTaskHandle *lifeline_push_task(lua_State *L, lua_Integer id, lua_Integer
     h->work = work;
     h->outcome = 0;
     h->results = 0;
-    luaL_setmetatable(L, LIFELINE_TASK);
+    lifeline_set_class(L, LIFELINE_TASK);
     return h;
 }
 
@@ -89,7 +93,7 @@ static LifelineObject *lifeline_push_object(lua_State *L, const char *tname, lua
     LifelineObject *o = (LifelineObject *)lua_newuserdatauv(L, sizeof(LifelineObject), 1);
     o->id = id;
     o->flags = 0;
-    luaL_setmetatable(L, tname);
+    lifeline_set_class(L, tname);
     if (name != NULL) {
         lua_pushstring(L, name);
         lua_setiuservalue(L, -2, 1);
@@ -108,13 +112,6 @@ LifelineObject *lifeline_to_queue(lua_State *L, int idx) {
 static void lifeline_new_class(lua_State *L, const char *tname, const LifelineReg *functions, const char *class);
 
 LifelineObject *lifeline_push_operation(lua_State *L, lua_Integer id, const char *name) {
-    // The class is made when the plugin adds its first operation: most plugins never do, and it
-    // was a twentieth of what a plugin's state cost to make. Nothing can look for it before: an
-    // operation is the only value that has it, and a test for one finds none until then.
-    if (luaL_getmetatable(L, LIFELINE_OPERATION) == LUA_TNIL) {
-        lifeline_new_class(L, LIFELINE_OPERATION, lifeline_control_of(L)->functions, "operation");
-    }
-    lua_pop(L, 1);
     return lifeline_push_object(L, LIFELINE_OPERATION, id, name);
 }
 
@@ -177,7 +174,7 @@ void lifeline_push_error(lua_State *L, const char *kind, const char *message, si
         lua_pushboolean(L, 1);
         lua_setfield(L, -2, kind);
     }
-    luaL_setmetatable(L, LIFELINE_ERROR);
+    lifeline_set_class(L, LIFELINE_ERROR);
 }
 
 int lifeline_is_interruption(lua_State *L, int idx) {
@@ -198,35 +195,53 @@ int lifeline_is_interruption(lua_State *L, int idx) {
 
 // ---------------------------------------------------------------- the classes
 
+// Each class is made the first time a value of it is pushed: most plugins hand out few kinds of
+// value, and making all five at once was a tenth of what a plugin's state cost to make. Nothing
+// can look for a class before: its values are the only ones that carry it, and a test for one
+// (luaL_testudata, lifeline_is_interruption) finds none until then.
+static void lifeline_make_class(lua_State *L, const char *tname) {
+    const LifelineReg *functions = lifeline_control_of(L)->functions;
+    if (strcmp(tname, LIFELINE_HANDLE) == 0) {
+        // Handles returned by on() and after(): a userdata with a cancel method.
+        luaL_newmetatable(L, LIFELINE_HANDLE);               // stack: ..., mt
+        lifeline_push_methods(L, functions, "handle");       // stack: ..., mt, methods
+        lua_setfield(L, -2, "__index");                      // stack: ..., mt
+        // Plugins cannot reach the metatable, so they cannot give handles a __gc (see setmetatable).
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+        lua_pop(L, 1);                                       // stack: ...
+    } else if (strcmp(tname, LIFELINE_TASK) == 0) {
+        // Task handles: `id` and the methods, through __index.
+        luaL_newmetatable(L, LIFELINE_TASK);                 // stack: ..., mt
+        lifeline_push_methods(L, functions, "task");         // stack: ..., mt, methods
+        lua_pushcclosure(L, lifeline_task_index, 1);
+        lua_setfield(L, -2, "__index");
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+        lua_pop(L, 1);                                       // stack: ...
+    } else if (strcmp(tname, LIFELINE_ERROR) == 0) {
+        // Error values of waits and requests.
+        luaL_newmetatable(L, LIFELINE_ERROR);                // stack: ..., mt
+        lua_pushcfunction(L, lifeline_error_tostring);
+        lua_setfield(L, -2, "__tostring");
+        lua_pop(L, 1);                                       // stack: ...
+    } else if (strcmp(tname, LIFELINE_QUEUE) == 0) {
+        lifeline_new_class(L, LIFELINE_QUEUE, functions, "queue");
+    } else {
+        lifeline_new_class(L, LIFELINE_OPERATION, functions, "operation");
+    }
+}
+
+static void lifeline_set_class(lua_State *L, const char *tname) {
+    if (luaL_getmetatable(L, tname) == LUA_TNIL) {  // stack: ..., value, mt | nil
+        lua_pop(L, 1);
+        lifeline_make_class(L, tname);
+        luaL_getmetatable(L, tname);
+    }
+    lua_setmetatable(L, -2);                        // stack: ..., value
+}
+
 void lifeline_open_objects(lua_State *L, const LifelineReg *functions) {
-    // Handles returned by on() and after(): a userdata with a cancel method.
-    luaL_newmetatable(L, LIFELINE_HANDLE);               // stack: ..., mt
-    lifeline_push_methods(L, functions, "handle");       // stack: ..., mt, methods
-    lua_setfield(L, -2, "__index");                      // stack: ..., mt
-    lua_pushliteral(L, LIFELINE_HANDLE);
-    lua_setfield(L, -2, "__name");
-    // Plugins cannot reach the metatable, so they cannot give handles a __gc (see setmetatable).
-    lua_pushboolean(L, 0);
-    lua_setfield(L, -2, "__metatable");
-    lua_pop(L, 1);                                       // stack: ...
-    // Task handles: `id` and the methods, through __index.
-    luaL_newmetatable(L, LIFELINE_TASK);                 // stack: ..., mt
-    lifeline_push_methods(L, functions, "task");         // stack: ..., mt, methods
-    lua_pushcclosure(L, lifeline_task_index, 1);
-    lua_setfield(L, -2, "__index");
-    lua_pushliteral(L, LIFELINE_TASK);
-    lua_setfield(L, -2, "__name");
-    lua_pushboolean(L, 0);
-    lua_setfield(L, -2, "__metatable");
-    lua_pop(L, 1);                                       // stack: ...
-    // Error values of waits and requests.
-    luaL_newmetatable(L, LIFELINE_ERROR);                // stack: ..., mt
-    lua_pushcfunction(L, lifeline_error_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushliteral(L, LIFELINE_ERROR);
-    lua_setfield(L, -2, "__name");
-    lua_pop(L, 1);                                       // stack: ...
-    lifeline_new_class(L, LIFELINE_QUEUE, functions, "queue");
-    // The operation class waits for the first operation (lifeline_push_operation).
+    // The classes are made as their first values are (lifeline_set_class), from this list.
     lifeline_control_of(L)->functions = functions;
 }

@@ -1,14 +1,27 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Lifeline
 import LifelineLua
 
-/// A folder of Lua plugins, one per entry (name → init.lua), removed by the caller.
+/// A folder of Lua plugins, one per entry (name → init.lua), removed by the caller. Written with
+/// plain system calls: plugins.load counts making the folder with the loading, and Foundation's
+/// atomic writes cost about 25,000 instructions a plugin, a twentieth of the row.
 func tempPlugins(_ plugins: [String: String], manifest: String? = nil) -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lifeline-figures-\(UUID().uuidString)").path
+    precondition(mkdir(dir, 0o755) == 0)
+    func put(_ text: String, at path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        precondition(fd >= 0)
+        let written = text.utf8.withContiguousStorageIfAvailable { Glibc.write(fd, $0.baseAddress, $0.count) }
+            ?? Array(text.utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        precondition(close(fd) == 0 && written == text.utf8.count)
+    }
     for (name, lua) in plugins {
-        try! FileManager.default.createDirectory(atPath: dir + "/" + name, withIntermediateDirectories: true)
-        try! lua.write(toFile: dir + "/" + name + "/init.lua", atomically: true, encoding: .utf8)
-        if let manifest { try! manifest.write(toFile: dir + "/" + name + "/plugin.toml", atomically: true, encoding: .utf8) }
+        precondition(mkdir(dir + "/" + name, 0o755) == 0)
+        put(lua, at: dir + "/" + name + "/init.lua")
+        if let manifest { put(manifest, at: dir + "/" + name + "/plugin.toml") }
     }
     return dir
 }

@@ -33,8 +33,8 @@ enum ModuleWalk {
     /// shows them.
     static let handedTables = ["event": "lifeline.Event", "scheduledTask": "lifeline.ScheduledTask"]
 
-    /// A plugin that makes every kind of value the module hands out: the operation class is made
-    /// only with the first operation, and the event and task tables only in their handlers.
+    /// A plugin that makes every kind of value the module hands out: each class is made only with
+    /// its first value, and the event and task tables only in their handlers.
     static let plugin = """
         walked = {}
         lifeline.on("performFetch", function(event) walked.event = event; event.complete("noData") end)
@@ -46,7 +46,8 @@ enum ModuleWalk {
         lifeline.after(1, function() end)
         lifeline.background(nil, function() end)
         lifeline.queue("walk"):add{run = function() end}
-        lifeline.background(nil, function() error("made an error value") end)
+        local failing = lifeline.background(nil, function() error("made an error value") end)
+        lifeline.background(nil, function() walked.error = select(2, failing:wait()) end)
         """
 
     /// Launches a host with `plugin`, lets the system fetch and run its task, and walks the state.
