@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,3 +148,5 @@ void bench_sandboxed_states_free(void *states) {
     free(s->controls);
     free(s);
 }
+
+void bench_malloc_trim(void) { malloc_trim(0); }

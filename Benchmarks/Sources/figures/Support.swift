@@ -26,6 +26,29 @@ func tempPlugins(_ plugins: [String: String], manifest: String? = nil) -> String
     return dir
 }
 
+/// Removes a folder `tempPlugins` made, with plain system calls: plugins.load's count includes
+/// it, and FileManager's removal costs about 50,000 instructions a plugin, an eighth of the row.
+func removePlugins(_ dir: String) {
+    func remove(_ fd: Int32) {
+        guard let listing = fdopendir(fd) else { return }
+        defer { closedir(listing) }
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name == "." || name == ".." { continue }
+            // A file system that gives no type (DT_UNKNOWN) refuses to unlink a folder: then recurse.
+            if entry.pointee.d_type != DT_DIR, unlinkat(fd, name, 0) == 0 || (errno != EISDIR && errno != EPERM) {
+                continue
+            }
+            let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if sub >= 0 { remove(sub) }
+            unlinkat(fd, name, AT_REMOVEDIR)
+        }
+    }
+    let fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    if fd >= 0 { remove(fd) }
+    rmdir(dir)
+}
+
 /// A launched host in simulate's setting (virtual clock, the timeline kept), with its executor.
 final class BenchHost {
     let executor = MainExecutor(clock: VirtualClock())

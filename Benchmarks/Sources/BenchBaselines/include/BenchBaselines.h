@@ -32,4 +32,8 @@ void bench_plain_states_free(void *states);
 void *bench_sandboxed_states_new(int count, const char *source);
 void bench_sandboxed_states_free(void *states);
 
+/// Merges the heap's freed blocks now (glibc's malloc_trim), so that a counted side pays for the
+/// blocks it freed, not whatever call comes after it.
+void bench_malloc_trim(void);
+
 #endif
