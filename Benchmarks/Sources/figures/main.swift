@@ -102,6 +102,27 @@ func scaleCounted(_ name: String, plugins: Int, steps: Int) -> CountedRow {
         baseline: { _ = bareDispatch(states: plugins, rounds: events * $0) })
 }
 
+/// Rows whose sides are measured in a child process of their own (`figures fresh NAME`): each
+/// prints its sides' figures, in order.
+let freshRows: [String: () -> [Double]] = [
+    "transfer.loopback": transferSides,
+]
+
+/// The figures of row `name`'s sides, measured in a fresh child process.
+func freshSides(_ name: String) -> [Double] {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    child.arguments = ["fresh", name]
+    let out = Pipe()
+    child.standardOutput = out
+    do { try child.run() } catch { fail("cannot run figures fresh \(name): \(error)") }
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    child.waitUntilExit()
+    let figures = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+    guard child.terminationStatus == 0, !figures.isEmpty else { fail("figures fresh \(name) failed: \(text)") }
+    return figures
+}
+
 /// Lifeline's side of a row alone, once, for a profiler: `valgrind --tool=callgrind figures profile NAME`.
 let profiles: [String: () -> Void] = [
     "dispatch.lua": { _ = hostDispatch(plugins: 100, events: 500) },
@@ -138,6 +159,25 @@ let profiles: [String: () -> Void] = [
     "explore.runs": {
         profileExplore()
     },
+    // Why transfer.loopback measured less after report.write in the same process: its sides
+    // after report.write's row, in this process and then in a fresh one, each with the page
+    // faults and context switches the process took meanwhile (getrusage).
+    "transfer.after-report": {
+        _ = reportWriteRow()
+        sync()
+        func usage(_ who: __rusage_who) -> rusage { var u = rusage(); getrusage(__rusage_who_t(who.rawValue), &u); return u }
+        func show(_ label: String, _ m: [Double], _ a: rusage, _ b: rusage) {
+            print(label, String(format: "lifeline %.0f MB/s, curl %.0f MB/s, ratio %.2f;", m[0], m[1], m[0] / m[1]),
+                "minor faults \(b.ru_minflt - a.ru_minflt), major \(b.ru_majflt - a.ru_majflt),",
+                "voluntary switches \(b.ru_nvcsw - a.ru_nvcsw), involuntary \(b.ru_nivcsw - a.ru_nivcsw)")
+        }
+        let before = usage(RUSAGE_SELF)
+        let inProcess = transferSides()
+        show("in this process:", inProcess, before, usage(RUSAGE_SELF))
+        let children = usage(RUSAGE_CHILDREN)
+        let fresh = freshSides("transfer.loopback")
+        show("in a fresh one: ", fresh, children, usage(RUSAGE_CHILDREN))
+    },
     "http.loopback": {
         let server = LoopbackServer { OKHandler() }
         _ = lifelineRequests(port: server.port, count: 2_000)
@@ -152,6 +192,10 @@ if arguments.first == "profile", arguments.count == 2, let profile = profiles[ar
 if arguments.first == "count" {
     if runCountedSide(arguments) { exit(0) }
     fail("usage: figures count \(countedRows.map(\.name).joined(separator: "|")) lifeline|baseline STEPS")
+}
+if arguments.first == "fresh", arguments.count == 2, let sides = freshRows[arguments[1]] {
+    print(sides().map { String($0) }.joined(separator: " "))
+    exit(0)
 }
 if arguments.first == "probe-memory", arguments.count == 3, let count = Int(arguments[2]) {
     print(probeMemory(kind: arguments[1], count: count))

@@ -51,14 +51,12 @@ public final class MainExecutor {
     // and `appJobsAllowed` are copied out before they are called, so a job that schedules or
     // cancels another never overlaps one, and the check is skipped.
 
-    /// Jobs in the order they run, when each is scheduled no earlier than the one before it: the
-    /// common case (work for the next turn), which then costs no heap operations.
-    @exclusivity(unchecked) private var lane = Deque<Job>()
-    /// A second such run, for jobs that fall before the first lane's last: a scenario's steps
-    /// fill the first lane up front, and then the timers plugins set, each a fixed delay after
-    /// the one before, run in order in this one. A heap of a thousand timers cost about 800
-    /// instructions a job.
-    @exclusivity(unchecked) private var lane2 = Deque<Job>()
+    /// Runs of jobs in the order they run: a job goes to the end of the first run whose last job
+    /// runs no later than it, and only when none can take it, to the heap. Work for the next turn
+    /// fills one run; a scenario's steps, scheduled up front, another; the background budget's
+    /// deadlines a third; and the timers plugins set, each a fixed delay on, a fourth. A heap of a
+    /// thousand timers cost about 800 instructions a job; a run costs one comparison.
+    @exclusivity(unchecked) private var lanes = [Deque<Job>](repeating: Deque(), count: 4)
     /// Every other job.
     @exclusivity(unchecked) private var heap = Heap<Job>()
     @exclusivity(unchecked) private var held: [Job] = []
@@ -125,14 +123,10 @@ public final class MainExecutor {
             slots.append(Slot(seq: seq, body: body))
         }
         let job = Job(time: time, due: time, seq: seq, owner: owner, slot: slot)
-        if let last = lane.last, job < last {
-            if let last2 = lane2.last, job < last2 {
-                heap.insert(job)
-            } else {
-                lane2.append(job)
-            }
+        if let lane = lanes.firstIndex(where: { $0.last.map { !(job < $0) } ?? true }) {
+            lanes[lane].append(job)
         } else {
-            lane.append(job)
+            heap.insert(job)
         }
         return JobID(seq: seq, slot: slot)
     }
@@ -162,11 +156,10 @@ public final class MainExecutor {
     /// ones, they are dropped, so a plugin that starts and cancels timers forever cannot make the
     /// queue grow without bound.
     private func compactIfMostlyCancelled() {
-        let queued = heap.count + lane.count + lane2.count + held.count
+        let queued = heap.count + lanes.reduce(0) { $0 + $1.count } + held.count
         guard cancelledCount > 1024, cancelledCount * 2 > queued else { return }
         heap = Heap(heap.unordered.filter(isLive))
-        lane = Deque(lane.filter(isLive))
-        lane2 = Deque(lane2.filter(isLive))
+        for i in lanes.indices { lanes[i] = Deque(lanes[i].filter(isLive)) }
         held = held.filter(isLive)
         cancelledCount = 0
     }
@@ -184,7 +177,7 @@ public final class MainExecutor {
 
     /// Whether any job could still run: held jobs do not count.
     public var hasPendingJobs: Bool {
-        heap.unordered.contains(where: isLive) || lane.contains(where: isLive) || lane2.contains(where: isLive)
+        heap.unordered.contains(where: isLive) || lanes.contains { $0.contains(where: isLive) }
     }
 
     /// Whether a job that can run now is waiting: one due by the clock's time.
@@ -237,24 +230,20 @@ public final class MainExecutor {
         return nil
     }
 
-    /// Where the next job in order is.
-    private enum Source { case lane, lane2, heap }
-
-    /// The next job in order, the least of the lanes' firsts and the heap's least, and where it is.
-    private func next() -> (Job, Source)? {
-        var best: (Job, Source)? = lane.first.map { ($0, .lane) }
-        if let first = lane2.first, best.map({ first < $0.0 }) ?? true { best = (first, .lane2) }
-        if let least = heap.min, best.map({ least < $0.0 }) ?? true { best = (least, .heap) }
+    /// The next job in order, the least of the runs' firsts and the heap's least, and where it is:
+    /// the run's index, or nil for the heap.
+    private func next() -> (job: Job, lane: Int?)? {
+        var best: (job: Job, lane: Int?)? = heap.min.map { ($0, nil) }
+        for i in lanes.indices {
+            if let first = lanes[i].first, best.map({ first < $0.job }) ?? true { best = (first, i) }
+        }
         return best
     }
 
-    private func peekNext() -> Job? { next()?.0 }
+    private func peekNext() -> Job? { next()?.job }
 
     private func popNext() -> Job {
-        switch next()!.1 {
-        case .lane: return lane.removeFirst()
-        case .lane2: return lane2.removeFirst()
-        case .heap: return heap.removeMin()
-        }
+        guard let lane = next()!.lane else { return heap.removeMin() }
+        return lanes[lane].removeFirst()
     }
 }
