@@ -120,3 +120,32 @@ func timelineStore_givesBackEveryEventAsItWasRecorded(count: Int) {
     }
     #expect(store.byteCount <= 20_000 * 8)
 }
+
+@Test func timelineStore_manyPluginsInterleaved_keepEachEventsPluginAndQueue() {
+    // Thousands of plugins' events interleaved, as a thousand plugins' timers fire: each event
+    // comes back with its own plugin and queue, names that share bytes or differ by one included.
+    let plugins = (0..<3_000).map { "p\($0)" } + ["", "p", "p0 ", "é", "p\u{0}0"]
+    let store = TimelineStore()
+    var expected: [(String, String)] = []
+    for round in 0..<2 {
+        for (i, plugin) in plugins.enumerated().reversed() {
+            let queue = "q\((i + round) % 7)"
+            store.appendOperation(.opStarted, time: .zero, plugin: plugin, queue: queue, op: i, name: nil, finished: nil)
+            store.appendTask(.taskBegan, time: .zero, plugin: plugin, task: i, name: nil, expired: nil)
+            expected.append((plugin, queue))
+            expected.append((plugin, ""))
+        }
+    }
+    let back = store.events.map { ($0["plugin"]?.stringValue ?? "?", $0["queue"]?.stringValue ?? "") }
+    #expect(back.count == expected.count)
+    #expect(back.elementsEqual(expected, by: { $0 == $1 }))
+}
+
+@Test func nameNumbers_giveEachNameOneNumber_inTheOrderFirstSeen() {
+    var table = NameNumbers()
+    var names: [String] = []
+    for i in 0..<1_000 { #expect(table.number(of: "n\(i)", in: &names) == i) }
+    for i in (0..<1_000).reversed() { #expect(table.number(of: "n" + String(i), in: &names) == i) }
+    #expect(names.count == 1_000)
+    #expect(names[999] == "n999")
+}
