@@ -159,11 +159,15 @@ let profiles: [String: () -> Void] = [
     "explore.runs": {
         profileExplore()
     },
-    // Why transfer.loopback measured less after report.write in the same process: its sides
-    // after report.write's row, in this process and then in a fresh one, each with the page
-    // faults and context switches the process took meanwhile (getrusage).
-    "transfer.after-report": {
-        _ = reportWriteRow()
+    // Why transfer.loopback measured less in full runs than alone: its sides after the rows
+    // named in FIGURES_BEFORE (default report.write), in this process and then in a fresh one,
+    // each with the page faults and context switches the process took meanwhile (getrusage).
+    "transfer.after": {
+        let before = ProcessInfo.processInfo.environment["FIGURES_BEFORE"] ?? "report.write"
+        for name in before.split(separator: ",") {
+            guard let row = rows.first(where: { $0.name == name }) else { fail("no row \(name)") }
+            print(table([row.run()]))
+        }
         sync()
         func usage(_ who: __rusage_who) -> rusage { var u = rusage(); getrusage(__rusage_who_t(who.rawValue), &u); return u }
         func show(_ label: String, _ m: [Double], _ a: rusage, _ b: rusage) {
@@ -171,9 +175,9 @@ let profiles: [String: () -> Void] = [
                 "minor faults \(b.ru_minflt - a.ru_minflt), major \(b.ru_majflt - a.ru_majflt),",
                 "voluntary switches \(b.ru_nvcsw - a.ru_nvcsw), involuntary \(b.ru_nivcsw - a.ru_nivcsw)")
         }
-        let before = usage(RUSAGE_SELF)
+        let start = usage(RUSAGE_SELF)
         let inProcess = transferSides()
-        show("in this process:", inProcess, before, usage(RUSAGE_SELF))
+        show("in this process:", inProcess, start, usage(RUSAGE_SELF))
         let children = usage(RUSAGE_CHILDREN)
         let fresh = freshSides("transfer.loopback")
         show("in a fresh one: ", fresh, children, usage(RUSAGE_CHILDREN))
