@@ -211,7 +211,7 @@ public final class PluginContext: @unchecked Sendable {
     }
 
     /// Runs plugin code now under a watchdog window of its own (see `GuardedCaller.callNow`).
-    package func callNow(handler: consuming HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
+    package func callNow(handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
         parts.caller.callNow(ref, handler: handler, limit: limit, callback)
     }
 

@@ -90,11 +90,8 @@ final class GuardedCaller {
     /// enters, and stamps its start then (see `Watchdog`), so opening one reads no clock and takes
     /// no lock.
     ///
-    /// The handler's name is taken, not copied, down from `callNow`: a queue's operation makes
-    /// one per operation, and a copy of it cost about 80 instructions.
-    ///
     /// - Parameter fromNow: the limit counts from now, not from the first call: a clock read.
-    func openWindow(limit: Double, handler: consuming HandlerName, fromNow: Bool = false) -> Window {
+    func openWindow(limit: Double, handler: HandlerName, fromNow: Bool = false) -> Window {
         let scaled = limit / max(watchdogScale, 1e-9) * 1e9
         let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
         windows += 1
@@ -158,7 +155,7 @@ final class GuardedCaller {
 
     /// Runs plugin code now, under a watchdog window of its own. Call it from a host job, never
     /// from inside plugin code (plugin code does not call plugin code).
-    func callNow(_ ref: PluginRef, handler: consuming HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
+    func callNow(_ ref: PluginRef, handler: HandlerName, limit: WatchdogLimit, _ callback: PluginCallback) {
         guard session.isCurrent(ref) else { return }
         // The two fields, not the profile: a copy of it retains and releases its name.
         let seconds = limit == .expirationHandler ? session.profile.expirationHandlerLimit : session.profile.transitionLimit

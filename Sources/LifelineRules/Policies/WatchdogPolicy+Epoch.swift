@@ -16,9 +16,9 @@ extension WatchdogPolicy {
     @usableFromInline static var lazyBit: UInt64 { 1 << 24 }
     @usableFromInline static var windowShift: UInt64 { 25 }
     /// The largest window number; numbers wrap to 1 after it (0 means none).
-    @inlinable public static var maxWindow: UInt64 { UInt64.max >> windowShift }
+    public static let maxWindow: UInt64 = UInt64.max >> windowShift
     /// The most slots a token can name.
-    @inlinable public static var maxSlots: Int { Int(slotMask >> 1) }
+    public static let maxSlots = Int(slotMask >> 1)
 
     /// The token of no call, in `window`: what `running` holds between calls.
     @inlinable public static func idle(window: UInt64, lazy: Bool) -> UInt64 {
