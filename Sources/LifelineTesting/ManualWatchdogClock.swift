@@ -6,7 +6,13 @@ import Lifeline
 /// at it (stopped the code, given up on it), and is waiting again.
 ///
 /// One watchdog per clock. Times are nanoseconds, starting at `start`.
+///
+/// With a sampling period, the watchdog's thread samples on it as on CLOCK_MONOTONIC, and each
+/// move of the clock is one of its looks: a test that moves the clock by at most a period at a
+/// time sees the thread look as often as it would in real time. Without (the default), every
+/// window is stamped exactly by its first call.
 public final class ManualWatchdogClock: WatchdogClock, @unchecked Sendable {
+    public let samplingPeriod: UInt64?
     private let state = NSCondition()
     // Guarded by `state`.
     private var now: UInt64
@@ -18,7 +24,10 @@ public final class ManualWatchdogClock: WatchdogClock, @unchecked Sendable {
     /// The deadline it is waiting for (nil: none), while it waits.
     private var awaited: UInt64?
 
-    public init(start: UInt64 = 0) { now = start }
+    public init(start: UInt64 = 0, samplingPeriod: UInt64? = nil) {
+        now = start
+        self.samplingPeriod = samplingPeriod
+    }
 
     public func nanoseconds() -> UInt64 { state.withLock { now } }
 

@@ -273,7 +273,8 @@ public final class LifelineHost: HostRequestHandler {
     /// Loads one plugin into this launch, under the launch limit. Returns why it failed, or nil.
     func load(_ descriptor: PluginDescriptor) -> String? {
         let caller = parts.caller
-        let window = caller.openWindow(limit: profile.launchLimit, handler: GuardedCaller.loadHandler)
+        // From now: the launch limit covers making the plugin as well as running its code.
+        let window = caller.openWindow(limit: profile.launchLimit, handler: GuardedCaller.loadHandler, fromNow: true)
         let instance: any PluginInstance
         do {
             instance = try descriptor.make()

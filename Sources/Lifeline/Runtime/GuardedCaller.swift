@@ -10,7 +10,12 @@ final class GuardedCaller {
     struct Window {
         /// Tells windows apart, so the watchdog is told of one only when its first call enters.
         var id: Int
-        var deadline: UInt64
+        /// How long its calls may run, in nanoseconds on the watchdog's clock: from its first
+        /// call, as the watchdog stamps it.
+        var span: UInt64
+        /// Its deadline when the limit counts from the window's opening instead (loading, whose
+        /// limit covers making the plugin too); nil: from its first call.
+        var deadline: UInt64?
         var limit: Double
         var handler: HandlerName
         /// The host's time when it was opened (virtual in simulate): the time of its watchdog event.
@@ -82,13 +87,17 @@ final class GuardedCaller {
     var isInsidePluginCode: Bool { depth > 0 }
 
     /// A window for calls that share a deadline: the watchdog learns of it when its first call
-    /// enters, and its calls then cost no lock (see `Watchdog`).
-    func openWindow(limit: Double, handler: HandlerName) -> Window {
+    /// enters, and stamps its start then (see `Watchdog`), so opening one reads no clock and takes
+    /// no lock.
+    ///
+    /// - Parameter fromNow: the limit counts from now, not from the first call: a clock read.
+    func openWindow(limit: Double, handler: HandlerName, fromNow: Bool = false) -> Window {
         let scaled = limit / max(watchdogScale, 1e-9) * 1e9
         let span = scaled >= Double(UInt64.max / 2) ? UInt64.max / 2 : UInt64(scaled)
         windows += 1
         return Window(
-            id: windows, deadline: clock.nanoseconds() &+ span, limit: limit, handler: handler, time: session.now)
+            id: windows, span: span, deadline: fromNow ? clock.nanoseconds() &+ span : nil, limit: limit,
+            handler: handler, time: session.now)
     }
 
     /// Makes a plugin known to the watchdog: its entry keeps the slot returned.
@@ -120,7 +129,9 @@ final class GuardedCaller {
             recordPluginError(ref, message: message, traceback: traceback, handler: window.handler.description)
         case .overran(let traceback):
             // Real time, so it stays out of the report; `lifeline run` and benchmarks read it here.
-            let late = Double(clock.nanoseconds() &- window.deadline) / 1e6
+            // Told against the earliest the deadline may have been, so that a stamp's own lateness
+            // (up to a sampling period) counts as lateness too.
+            let late = Double(Int64(bitPattern: clock.nanoseconds() &- watchdog.lastFiredDeadline)) / 1e6
             lastOverrunLateness = late
             let plugin = ref.name
             session.logger.info("watchdog: plugin '\(plugin)' stopped \(late) ms past its deadline")
@@ -205,7 +216,11 @@ final class GuardedCaller {
         // a call): the body may end the app, which drops the plugins.
         let code = session.plugins[index].code
         if window.id != openedWindow {
-            watchdog.open(deadline: window.deadline, handler: window.handler, limit: window.limit, time: window.time)
+            if let deadline = window.deadline {
+                watchdog.open(deadline: deadline, handler: window.handler, limit: window.limit, time: window.time)
+            } else {
+                watchdog.open(span: window.span, handler: window.handler, limit: window.limit, time: window.time)
+            }
             openedWindow = window.id
         }
         watchdog.enter(session.plugins[index].watchdogSlot)

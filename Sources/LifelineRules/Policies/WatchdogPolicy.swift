@@ -3,9 +3,11 @@
 ///
 /// Times are CLOCK_MONOTONIC nanoseconds. Who runs now is the watchdog's token: one per call
 /// into plugin code, 0 when none runs, with `Self.firedBit` set once the watchdog acted on it.
+/// How windows armed by their first call are stamped, and what the token holds, is in
+/// WatchdogPolicy+Epoch.swift.
 public struct WatchdogPolicy: Sendable {
     /// Set in a running call's token once the watchdog acted on it.
-    public static let firedBit: UInt64 = 1
+    @inlinable public static var firedBit: UInt64 { 1 }
 
     /// What the watchdog's thread must do next.
     public enum Action: Equatable, Sendable {
@@ -30,6 +32,14 @@ public struct WatchdogPolicy: Sendable {
     private var expired = false
     /// The call asked to stop, and until when it has to unwind.
     private var escalation: (token: UInt64, until: UInt64)?
+    /// The window the deadline belongs to, by its number in the tokens; 0 when not told.
+    public internal(set) var window: UInt64 = 0
+    /// The earliest the deadline may have been: the deadline itself, unless a look of the thread
+    /// stamped it, up to a period late.
+    public internal(set) var earliestDeadline: UInt64 = 0
+
+    /// Whether the thread waits for a deadline that has not passed, with no stopped call to watch.
+    var hasPendingDeadline: Bool { deadline != nil && !expired && escalation == nil }
 
     public init(stopGrace: UInt64) { self.stopGrace = stopGrace }
 
