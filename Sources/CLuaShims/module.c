@@ -40,8 +40,9 @@ static void lifeline_push_log(lua_State *L, lifeline_log_sink sink, int level) {
     lua_pushcclosure(L, lifeline_log_thunk, 2);
 }
 
-// lifeline.log.debug/info/warning/error; and print, at info, goes to the host log too, tagged
-// with the plugin's name.
+// lifeline.log.debug/info/warning/error, tagged with the plugin's name. (print, at info, is set
+// as the module opens: this area is made later, at its first read, when the plugin may have put a
+// print of its own in place.)
 static int lifeline_open_log(lua_State *L) {
     const LifelineHooks *hooks = (const LifelineHooks *)lua_touserdata(L, 1);
     static const char *const levels[] = {"debug", "info", "warning", "error", NULL};
@@ -50,8 +51,6 @@ static int lifeline_open_log(lua_State *L) {
         lifeline_push_log(L, hooks->log, i);
         lua_setfield(L, -2, levels[i]);
     }
-    lifeline_push_log(L, hooks->log, 1);
-    lua_setglobal(L, "print");
     return 1;
 }
 
@@ -338,9 +337,7 @@ static int lifeline_open_module_thunk(lua_State *L) {
         lifeline_place(L, r->name);           // stack: lifeline
     }
     // print, at info, goes to the host log; lifeline.log waits for its first use.
-    lua_pushlightuserdata(L, (void *)hooks->log);
-    lua_pushinteger(L, 1);
-    lua_pushcclosure(L, lifeline_log_thunk, 2);
+    lifeline_push_log(L, hooks->log, 1);
     lua_setglobal(L, "print");
     // lifeline.config is made now: a config past the memory cap fails the load, not a later read.
     lua_pushcfunction(L, lifeline_open_config);

@@ -77,3 +77,14 @@ import LifelineTesting
     let all = try memory("for _ in pairs(lifeline) do end")
     #expect(none < all)
 }
+
+@Test func moduleArea_theLogAreaMadeLate_leavesAPrintThePluginSetAlone() throws {
+    let source = """
+        local said = {}
+        print = function(s) said[#said + 1] = s end
+        lifeline.log.info("through the log")
+        print("through the plugin's print")
+        mark(#said .. "|" .. tostring(said[1]))
+        """
+    #expect(try marksOf(source) == ["1|through the plugin's print"])
+}
