@@ -74,6 +74,12 @@ LIFELINE_FUNC void lifeline_push_listed(lua_State *L, const LifelineReg *functio
 /// lua_pcall with a message handler that appends a traceback to string errors, entered as a call
 /// the watchdog can stop. Stack: [f, args...] -> [results...] or [message-with-traceback].
 LIFELINE_FUNC int lifeline_pcall(lua_State *L, int nargs, int nresults);
+/// The message handler lifeline_pcall uses: appends a traceback to a string error.
+LIFELINE_FUNC int lifeline_msgh(lua_State *L);
+/// lifeline_pcall with the message handler already at `base`, under the function and its args.
+LIFELINE_FUNC int lifeline_pcall_at(lua_State *L, int base, int nargs, int nresults);
+/// Pushes a function that calls the host's completion `id` (event.complete, task:setTaskCompleted).
+LIFELINE_FUNC void lifeline_push_completion(lua_State *L, long long id);
 
 // ---------------------------------------------------------------- files.c
 

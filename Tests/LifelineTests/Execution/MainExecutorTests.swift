@@ -266,7 +266,7 @@ func executor_randomSchedules_runInTimeThenSchedulingOrder_acrossLanesAndHeap(se
     // Jobs scheduled up front (as a scenario's steps are) and from inside jobs, some a fixed delay
     // after the one running (as timers are), some at times drawn at random, some cancelled: each
     // runs exactly in (time, scheduling) order, whichever of the executor's queues held it.
-    var rng = SplitMix(seed: seed)
+    var rng = SplitMix64(seed: seed)
     let f = Fixture()
     var scheduled: [(time: Double, seq: Int, cancelled: Bool)] = []
     var ids: [MainExecutor.JobID] = []
@@ -301,17 +301,4 @@ func executor_randomSchedules_runInTimeThenSchedulingOrder_acrossLanesAndHeap(se
     #expect(ran == expected)
     #expect(Set(ran) == Set(scheduled.filter { !$0.cancelled }.map(\.seq)))
     #expect(ran.count > 500)
-}
-
-/// A small deterministic generator, so that a failing seed can be run again.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
