@@ -402,7 +402,6 @@ final class TimelineStore {
 struct NameNumbers {
     /// Each slot holds a number + 1 into the list of names; 0 is empty. Its count is a power of two.
     private var slots: [Int32] = []
-    private var used = 0
 
     /// The number of `name` in `names`, which this table indexes; appended to `names` if new.
     mutating func number(of name: String, in names: inout [String]) -> Int {
@@ -416,8 +415,8 @@ struct NameNumbers {
         }
         names.append(name)
         slots[i] = Int32(truncatingIfNeeded: names.count)
-        used += 1
-        if used * 2 > slots.count { rehash(names) }
+        // Every name is in the table once, so the names are its filled slots.
+        if names.count * 2 > slots.count { rehash(names) }
         return names.count - 1
     }
 
