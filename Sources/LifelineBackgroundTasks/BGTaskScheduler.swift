@@ -8,7 +8,7 @@ public final class BGTaskScheduler: @unchecked Sendable {
     private init() {}
 
     /// Why `submit` refused, with Apple's codes.
-    public struct Error: Swift.Error, Equatable, Sendable, CustomStringConvertible {
+    public struct Error: CustomNSError, Equatable, Sendable, CustomStringConvertible {
         public enum Code: Int, Sendable {
             /// The app cannot schedule background work: the profile has no task scheduler (before
             /// iOS 13), no plugin's code is running, or the app is not running it.
@@ -28,8 +28,10 @@ public final class BGTaskScheduler: @unchecked Sendable {
             self.message = message
         }
 
-        public static let errorDomain = "BGTaskSchedulerErrorDomain"
+        public static let errorDomain = BGTaskSchedulerErrorDomain
         public var errorCode: Int { code.rawValue }
+        /// The host's words, as the error's localized description (`error.localizedDescription`).
+        public var errorUserInfo: [String: Any] { message.isEmpty ? [:] : [NSLocalizedDescriptionKey: message] }
         public var description: String {
             "BGTaskScheduler.Error(\(code), code \(code.rawValue))" + (message.isEmpty ? "" : ": \(message)")
         }
@@ -117,6 +119,9 @@ public final class BGTaskScheduler: @unchecked Sendable {
         app.soon { completionHandler(requests) }
     }
 }
+
+/// The domain of `BGTaskScheduler.Error`, as `(error as NSError).domain` reads it.
+public let BGTaskSchedulerErrorDomain = "BGTaskSchedulerErrorDomain"
 
 extension BGTaskScheduler.Error.Code {
     /// `catch BGTaskScheduler.Error.notPermitted { … }`, as with Apple's error codes.

@@ -20,6 +20,8 @@ final class AppleApp {
     weak var context: PluginContext?
     let application: UIApplication
     let notificationCenter = NotificationCenter(detached: false)
+    /// `OperationQueue.main` for this app, made at its first use.
+    private(set) lazy var mainOperationQueue = OperationQueue(mainOf: self)
     var delegate: (any UIApplicationDelegate)?
     /// The lifecycle events this app listens to already, so each is subscribed once.
     private var subscribed: Set<LifecycleEventName> = []

@@ -52,9 +52,17 @@ public final class NotificationCenter: @unchecked Sendable {
         observers.removeAll { $0.id == token.id }
     }
 
-    /// Stops the observer, for `name` and `object` only when given (all of its when nil).
+    /// Stops the observer, for `name` and `object` only when given (all of its when nil): as in
+    /// Foundation, an observer of another name, or of another object, stays.
     public func removeObserver(_ observer: Any, name aName: Notification.Name?, object anObject: Any?) {
-        removeObserver(observer)
+        guard let token = observer as? ObserverToken else { return }
+        let object = anObject.map { $0 as AnyObject }
+        observers.removeAll { entry in
+            guard entry.id == token.id else { return false }
+            if let aName, entry.name != aName { return false }
+            if let object, entry.object !== object { return false }
+            return true
+        }
     }
 
     /// Calls every observer that matches, in the order they were added.

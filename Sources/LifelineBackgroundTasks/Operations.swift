@@ -116,6 +116,23 @@ open class OperationQueue {
 
     public init() { app = AppleApp.current }
 
+    /// The queue of `app`'s main executor: one operation at a time, as Foundation's main queue.
+    init(mainOf app: AppleApp) {
+        self.app = app
+        name = "NSOperationQueue Main Queue"
+        maxConcurrentOperationCount = 1
+    }
+
+    /// The running plugin's main queue: its operations run on later turns of the main executor,
+    /// one at a time. Each plugin has its own, at each launch. Read with no plugin's code running,
+    /// it is a queue that runs nothing.
+    open class var main: OperationQueue { AppleApp.current?.mainOperationQueue ?? OperationQueue() }
+
+    /// The queue whose operation is running, or the running plugin's main queue, as on iOS's main
+    /// thread; nil with no plugin's code running.
+    open class var current: OperationQueue? { runningSlot.value ?? AppleApp.current?.mainOperationQueue }
+    private static let runningSlot = ThreadSlot<OperationQueue>()
+
     open func addOperation(_ op: Operation) {
         guard !op.isFinished, op.queue == nil else { return }
         op.queue = self
@@ -155,7 +172,10 @@ open class OperationQueue {
         let limit = maxConcurrentOperationCount < 0 ? Int.max : maxConcurrentOperationCount
         for op in operations where !op.isExecuting && !op.isFinished && op.isReady {
             if operations.count(where: \.isExecuting) >= limit { break }
+            let saved = OperationQueue.runningSlot.value
+            OperationQueue.runningSlot.value = self
             op.start()
+            OperationQueue.runningSlot.value = saved
         }
     }
 

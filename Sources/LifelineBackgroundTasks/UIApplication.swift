@@ -75,6 +75,29 @@ public final class UIApplication: UIResponder, @unchecked Sendable {
         context.endBackgroundTask(identifier.rawValue)
     }
 
+    // MARK: - Background fetch
+
+    /// `setMinimumBackgroundFetchInterval`'s shortest interval: fetch as often as the system lets.
+    public static let backgroundFetchIntervalMinimum: TimeInterval = 0
+    /// `setMinimumBackgroundFetchInterval`'s "never fetch", iOS's default.
+    public static let backgroundFetchIntervalNever: TimeInterval = .greatestFiniteMagnitude
+
+    /// Accepted so that iOS 7–12 fetch code compiles, and ignored: on iOS it is what lets fetches
+    /// come at all, while under Lifeline the scenario's `fetch` lines decide when one comes, and an
+    /// adopted delegate hears each one.
+    public func setMinimumBackgroundFetchInterval(_ minimumBackgroundFetchInterval: TimeInterval) {}
+
+    /// Whether the user lets the app refresh in the background.
+    public enum BackgroundRefreshStatus: Int, Sendable {
+        case restricted = 0
+        case denied = 1
+        case available = 2
+    }
+
+    /// Always `.available`: Lifeline has no user to turn background refresh off. A profile with no
+    /// task scheduler refuses `submit` with `.unavailable` instead.
+    public var backgroundRefreshStatus: BackgroundRefreshStatus { .available }
+
     // MARK: - Notifications
 
     public static let didFinishLaunchingNotification = Notification.Name("UIApplicationDidFinishLaunchingNotification")
@@ -127,6 +150,9 @@ public final class UIApplication: UIResponder, @unchecked Sendable {
         adopt(delegate, in: context, then: {})
     }
 }
+
+/// UIKit's name for `UIApplication.BackgroundRefreshStatus`.
+public typealias UIBackgroundRefreshStatus = UIApplication.BackgroundRefreshStatus
 
 /// The identifier `beginBackgroundTask` returns.
 public struct UIBackgroundTaskIdentifier: RawRepresentable, Hashable, Sendable {
