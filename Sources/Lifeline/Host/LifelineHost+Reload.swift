@@ -99,7 +99,14 @@ extension LifelineHost {
         recordReload(outcome)
         // Not running: the next launch loads the new plugins.
         guard session.isRunning else { return outcome }
-        if lifecycle.state == .suspended { resume(reason: "reload") }
+        // A fresh budget (waking a suspended app gives one) before the old generations expire:
+        // starting a budget clears the tasks' expiring marks, and a retired task keeps its own, so
+        // that it ends `expired: true` at the deadline.
+        if lifecycle.state == .suspended {
+            resume(reason: "reload")
+        } else if lifecycle.state == .background {
+            parts.tasks.startBudget()
+        }
         for name in outcome.changed + outcome.removed {
             if let ref = session.plugin(named: name) { retire(ref) }
             guard session.isRunning else { return outcome }
@@ -168,7 +175,9 @@ extension LifelineHost {
         guard session.isRunning else { return }
         let left = held.filter { parts.tasks.task($0) != nil }
         if left.isEmpty && !parts.system.holdsCompletions(ref) { return close(ref, ending: []) }
-        session.scheduleAppJob(at: now.adding(seconds: profile.expirationHandlerLimit)) { [weak self] in
+        // The host's job, not the app's: when its tasks end before the deadline, the app may
+        // sleep, and an app job would wait for it to wake, the old state open meanwhile.
+        executor.schedule(at: now.adding(seconds: profile.expirationHandlerLimit)) { [weak self] in
             self?.close(ref, ending: left)
         }
     }
@@ -194,7 +203,6 @@ extension LifelineHost {
     /// Loads the new generations into the running app and brings them to its state.
     private func launchGeneration(_ starting: [PluginDescriptor]) {
         let state = lifecycle.state
-        if state == .background { parts.tasks.startBudget() }
         session.beginReloadLaunch()
         var slots: Set<Int> = []
         for descriptor in starting {

@@ -42,11 +42,19 @@ public final class RunRecording: @unchecked Sendable {
         self.path = path
         // O_APPEND: after a rotator's truncation, lines go to the new end, not past a hole.
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        // Exit 70, as for any output file that cannot be written (--report, --html).
         guard fd >= 0 else {
-            throw .badInput("cannot write the recording '\(path)': \(String(cString: strerror(errno)))")
+            throw .internalError("cannot write the recording '\(path)': \(String(cString: strerror(errno)))")
         }
         bodyFolderName = (path as NSString).lastPathComponent + ".d"
         bodyFolder = path + ".d"
+        // Said at the start, not found at the first answer with a body, which would lose it.
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: bodyFolder, isDirectory: &isFolder), !isFolder.boolValue {
+            close(fd)
+            throw .internalError(
+                "cannot write the recording's bodies in '\(bodyFolder)': it is not a folder; remove it, or record elsewhere")
+        }
         let stamp = ISO8601DateFormatter().string(from: Date())
         header = "\(Self.headerStart) at \(stamp); replay it with lifeline simulate --scenario\n"
             + ScenarioText.lines(naming: profile).map { $0 + "\n" }.joined()
@@ -109,16 +117,24 @@ public final class RunRecording: @unchecked Sendable {
         case .refused:
             result = ScenarioText.text(of: .refuse(delay: seconds))
         case .response(let response):
-            let file = response.body.isEmpty ? nil : writeBody(response.body)
+            var lost: String?
+            var file: String?
+            if !response.body.isEmpty {
+                switch writeBody(response.body) {
+                case .success(let name): file = name
+                case .failure(let failure): lost = failure.reason
+                }
+            }
             let headers = response.headers.map { NetworkRule.RecordedHeader(name: $0.name.canonicalName, value: $0.value) }
             result = ScenarioText.text(of: .recorded(status: response.status, headers: headers, bodyFile: file, delay: seconds))
-                + "  # \(response.body.count) bytes"
+                + "  # \(response.body.count) bytes" + (lost.map { ", the body not written: \($0)" } ?? "")
         }
         write("\(Self.time(time)) http once \(request.method) \(target) -> \(result)\n")
     }
 
-    /// Writes a body file; its name as a line gives it, or nil when it could not be written.
-    private func writeBody(_ bytes: [UInt8]) -> String? {
+    /// Writes a body file; its name as a line gives it, or why it could not be written (said on
+    /// stderr too, since the replay of that line would answer with no body).
+    private func writeBody(_ bytes: [UInt8]) -> Result<String, BodyLost> {
         lock.lock()
         defer { lock.unlock() }
         if !madeBodyFolder {
@@ -127,8 +143,19 @@ public final class RunRecording: @unchecked Sendable {
         }
         bodies += 1
         let name = "\(bodies).body"
-        guard FileManager.default.createFile(atPath: bodyFolder + "/" + name, contents: Data(bytes)) else { return nil }
-        return bodyFolderName + "/" + name
+        do {
+            try Data(bytes).write(to: URL(fileURLWithPath: bodyFolder + "/" + name))
+        } catch {
+            let reason = "cannot write '\(bodyFolder)/\(name)'"
+            FileHandle.standardError.write(Data("lifeline: the recording lost a body: \(reason): \(error.localizedDescription)\n".utf8))
+            return .failure(BodyLost(reason: reason))
+        }
+        return .success(bodyFolderName + "/" + name)
+    }
+
+    private struct BodyLost: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { reason }
     }
 
     /// One line, in one write: a kill cannot leave half of it. A file found shorter than what was

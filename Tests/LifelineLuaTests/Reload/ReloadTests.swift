@@ -220,6 +220,46 @@ private func talker(_ version: String) -> String {
         #expect(run.host.state == .active)
     }
 
+    @Test func aTaskLeftAtTheDeadline_ofAReloadInTheBackground_isEndedAsExpired() throws {
+        // The fresh budget of a reload in the background must not wipe the old task's expiring mark.
+        let old = """
+            lifeline.on("didEnterBackground", function()
+              lifeline.beginBackgroundTask("stubborn", function() print("stubborn expiring") end)
+            end)
+            """
+        let run = try Reloading(["a": old], profile: profile { $0.expirationHandlerLimit = 5 })
+        run.at(0, .launch)
+        run.at(1, .background)
+        run.edit(at: 2, "a", "print('new')")
+        run.reload(at: 3)
+        run.run(until: 20)
+        let lines = run.lines
+        #expect(lines.contains("3 taskExpiring plugin=a task=1"), "\(lines)")
+        #expect(lines.contains("8 taskEnded plugin=a task=1 expired=true"), "\(lines)")
+        #expect(lines.contains("8 unloaded plugin=a ended=[1]"))
+        #expect(run.host.recorder.termination == nil)
+    }
+
+    @Test func anOldGenerationWhoseTasksEndedBeforeTheDeadline_isUnloadedThen_whileTheAppSleeps() throws {
+        // Its work is stopped as expired on a later turn; then the app has no task and sleeps. The
+        // old state is closed at the deadline all the same, not when the app next wakes.
+        let old = """
+            lifeline.on("didEnterBackground", function()
+              lifeline.background("w", function() pcall(lifeline.sleep, 100) end)
+            end)
+            """
+        let run = try Reloading(["a": old], profile: profile { $0.expirationHandlerLimit = 5 })
+        run.at(0, .launch)
+        run.at(1, .background)
+        run.edit(at: 2, "a", "print('new')")
+        run.reload(at: 3)
+        run.run(until: 20)
+        let lines = run.lines
+        #expect(lines.contains("3 taskEnded plugin=a task=1 expired=true"), "\(lines)")
+        #expect(lines.contains("8 unloaded plugin=a ended=[]"), "\(lines)")
+        #expect(run.host.state == .suspended)
+    }
+
     @Test func aScheduledTaskUnderWay_expiresWithItsGeneration_andTheNewOneRegistersItsOwnHandler() throws {
         func source(_ version: String) -> String {
             """

@@ -117,4 +117,48 @@ import Glibc
             #expect(scenario.network[2].result == .hang)
         }
     }
+
+    @Test func aRecordingThatCannotBeWritten_isExit70_asAnyOutputFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A folder that is a file: open fails, whoever runs it (root too).
+        FileManager.default.createFile(atPath: folder + "/plain", contents: Data())
+        do {
+            _ = try RunRecording(path: folder + "/plain/run.scenario", profile: .ios13)
+            Issue.record("a recording under a file was made")
+        } catch {
+            #expect(error.exitCode == 70, "\(error.message)")
+            #expect(error.message.contains("plain/run.scenario"))
+        }
+    }
+
+    @Test func aBodyFolderInTheWay_isSaidAtTheStart_notLostAtTheFirstAnswer() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        FileManager.default.createFile(atPath: folder + "/run.scenario.d", contents: Data())
+        do {
+            _ = try RunRecording(path: folder + "/run.scenario", profile: .ios13)
+            Issue.record("a recording whose bodies have nowhere to go was made")
+        } catch {
+            #expect(error.exitCode == 70)
+            #expect(error.message.contains("run.scenario.d"), "\(error.message)")
+        }
+    }
+
+    @Test func aBodyThatCannotBeWritten_isSaidOnItsLine_andTheLineStillParses() throws {
+        try withRecording { recording, path in
+            let bodies = path + ".d"
+            try FileManager.default.createDirectory(atPath: bodies, withIntermediateDirectories: true)
+            // A folder where the first body file would go: that one write fails.
+            try FileManager.default.createDirectory(atPath: bodies + "/1.body", withIntermediateDirectories: true)
+            let request = HTTPRequest(method: "GET", url: "http://127.0.0.1:8080/feed")
+            recording.http(request, sentAt: .seconds(1), after: 0.01, .response(HTTPResponse(status: 200, body: Array("abc".utf8))))
+            let text = try text(path)
+            #expect(text.contains("# 3 bytes, the body not written: cannot write"), "\(text)")
+            let scenario = try Scenario.parse(text, fileName: path)
+            #expect(scenario.network.count == 1)
+        }
+    }
 }
