@@ -23,7 +23,9 @@ extension NativeAPI {
             NativeAPI.call(token, "store_set") { _, context throws(NativeError) in
                 let key = try NativeAPI.text(key, keyLength, "the key")
                 guard let text = CBytes.text(value, valueLength) else {
-                    if value == nil { throw NativeError(LIFELINE_ERR_ARGUMENT, "the value is NULL with a length of \(valueLength)") }
+                    if value == nil || valueLength < 0 {
+                        throw NativeError(LIFELINE_ERR_ARGUMENT, CBytes.problem(value, valueLength, "the value"))
+                    }
                     throw NativeError(
                         LIFELINE_ERR_ARGUMENT, "cannot store a value that is not valid UTF-8 (encode binary data first, "
                             + "or write it to a file)")

@@ -37,6 +37,10 @@ enum NativeAPI {
                     + "after its code returned. Call the api only from init and callbacks, on the thread that called them")
             return Int32(LIFELINE_ERR_THREAD)
         }
+        guard let token else {
+            thread.setError("\(name): the handle is NULL; use the handle init or the callback was given")
+            return Int32(LIFELINE_ERR_ARGUMENT)
+        }
         guard handle.token == token else {
             thread.setError(
                 "\(name): the handle is not the one the host passed to the code running now (it belongs to an ended launch, "
@@ -66,7 +70,7 @@ enum NativeAPI {
 
     static func text(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ what: String) throws(NativeError) -> String {
         guard let text = CBytes.text(pointer, length) else {
-            if pointer == nil { throw NativeError(LIFELINE_ERR_ARGUMENT, "\(what) is NULL with a length of \(length)") }
+            if pointer == nil || length < 0 { throw NativeError(LIFELINE_ERR_ARGUMENT, CBytes.problem(pointer, length, what)) }
             throw NativeError(LIFELINE_ERR_ARGUMENT, "\(what) must be valid UTF-8")
         }
         return text
@@ -188,7 +192,7 @@ enum NativeAPI {
 
     static func bytes(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ what: String) throws(NativeError) -> UnsafeRawBufferPointer {
         guard let buffer = CBytes.buffer(pointer, length) else {
-            throw NativeError(LIFELINE_ERR_ARGUMENT, "\(what) is NULL with a length of \(length)")
+            throw NativeError(LIFELINE_ERR_ARGUMENT, CBytes.problem(pointer, length, what))
         }
         return buffer
     }

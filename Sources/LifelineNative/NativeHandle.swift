@@ -112,10 +112,21 @@ final class CBuffer {
 
 /// Bytes from C: a pointer and a length (NULL with length 0 is empty).
 enum CBytes {
+    /// The bytes, or nil for NULL with a length, or a length no buffer can have: a size_t past
+    /// Int.max arrives as a negative Int (as `(size_t)-1` from a failed strlen-like call would),
+    /// and making a buffer of it would stop the host.
     static func buffer(_ pointer: UnsafePointer<CChar>?, _ length: Int) -> UnsafeRawBufferPointer? {
         if length == 0 { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        guard let pointer else { return nil }
+        guard let pointer, length > 0 else { return nil }
         return UnsafeRawBufferPointer(start: pointer, count: length)
+    }
+
+    /// Why `buffer` refused a pointer and a length, for the message of `what`.
+    static func problem(_ pointer: UnsafePointer<CChar>?, _ length: Int, _ what: String) -> String {
+        if length < 0 {
+            return "\(what)'s length \(UInt(bitPattern: length)) is past any buffer (a (size_t)-1 or a negative number made unsigned?)"
+        }
+        return "\(what) is NULL with a length of \(length)"
     }
 
     /// Text that must be UTF-8 (any bytes, NUL included, that form valid UTF-8).

@@ -33,6 +33,10 @@ public enum NativePlugins {
         }
         defer { free(resolved) }
         let inside = String(cString: root) + "/"
+        // `native = "."` (or "./") resolves to the folder itself, which is no library.
+        guard String(cString: resolved) != String(cString: root) else {
+            throw .badInput("\(at): native = \"\(library)\" is the plugin's folder, not a library in it")
+        }
         guard String(cString: resolved).hasPrefix(inside) else {
             throw .badInput(
                 "\(at): native = \"\(library)\" leads outside the plugin's folder (through a link); a plugin's files "
@@ -66,7 +70,12 @@ final class NativePluginInstance: PluginInstance {
         let handle = NativeHandle(pluginName: name, context: context)
         self.handle = handle
         let initFunction = library.initFunction
-        return handle.invoke("lifeline_plugin_init") { initFunction(NativeAPI.table, handle.token) }
+        let outcome = handle.invoke("lifeline_plugin_init") { initFunction(NativeAPI.table, handle.token) }
+        // A load failure's message is all a user sees of it under simulate: say which library's
+        // init refused, as the loader's own refusals name the library.
+        guard case .raised(let message, let traceback) = outcome else { return outcome }
+        let why = message.hasPrefix("lifeline_plugin_init") ? message : "lifeline_plugin_init failed: \(message)"
+        return .raised(message: "\(library.path): \(why)", traceback: traceback)
     }
 
     func resetPreemption() {}

@@ -88,6 +88,62 @@ import Testing
         #expect(r.stdout.contains("1 passed, 0 failed"))
     }
 
+    static var cplusplus: String? {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { $0 + "/c++" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// The same plugin compiled as C++, and with -fvisibility=hidden: the header's declarations
+    /// give lifeline_plugin_abi_version C linkage and default visibility. Before, C++ made the
+    /// const internal, so the library did not export it and was refused as "not a plugin".
+    @Test(.enabled(if: cplusplus != nil, "no c++ on this machine"))
+    func docs_theSmallestPlugin_compiledAsCPlusPlus_orWithHiddenVisibility_passes() throws {
+        for (language, flags) in [("c++", ["-x", "c++"]), ("c", ["-fvisibility=hidden"])] {
+            let ws = try Workspace()
+            let folder = ws.plugins + "/hello"
+            try FileManager.default.createDirectory(atPath: folder + "/scenarios", withIntermediateDirectories: true)
+            try Self.docBlock(after: "## The smallest complete plugin", tag: "c").write(
+                toFile: folder + "/hello.c", atomically: true, encoding: .utf8)
+            try "native = \"hello.so\"\n".write(toFile: folder + "/plugin.toml", atomically: true, encoding: .utf8)
+            try Self.docBlock(after: "`scenarios/basic.scenario`:", tag: "").write(
+                toFile: folder + "/scenarios/basic.scenario", atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: language == "c++" ? try #require(Self.cplusplus) : "/usr/bin/cc")
+            process.arguments = ["-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", "-I", try Self.includeDirectory()]
+                + flags + [folder + "/hello.c", "-o", folder + "/hello.so"]
+            try process.run()
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0, "\(language) failed")
+            let r = try CLI.run(["test", ws.plugins])
+            #expect(r.status == 0, "\(language): \(r.stdout)\(r.stderr)")
+        }
+    }
+
+    /// Under simulate, a load failure's message is all a user sees: an init that fails names its
+    /// library. `native = "."` is the folder, not a link out of it.
+    @Test func anInitThatFails_namesItsLibrary_andDotIsTheFolderItself() throws {
+        let ws = try Workspace()
+        try Self.plugin(
+            ws, "refuses",
+            Self.prelude + """
+                int lifeline_plugin_init(const lifeline_api *host, lifeline_plugin *self) {
+                    api = host;
+                    api->fail(self, S("no config"));
+                    return LIFELINE_ERR_ARGUMENT;
+                }
+                """)
+        let scenario = try ws.file("s.scenario", "0s launch\n1s terminate\n")
+        let r = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", scenario])
+        #expect(r.status == 65)
+        #expect(
+            r.stderr.contains("\(ws.plugins)/refuses/refuses.so: lifeline_plugin_init failed: no config"), "\(r.stderr)")
+        try FileManager.default.createDirectory(atPath: ws.plugins + "/dot", withIntermediateDirectories: true)
+        _ = try ws.file("plugins/dot/plugin.toml", "native = \".\"\n")
+        let c = try CLI.run(["check", "--plugins", ws.plugins, "--only", "dot"])
+        #expect(c.status == 65)
+        #expect(c.stdout.contains("plugin.toml:1: native = \".\" is the plugin's folder, not a library in it"), "\(c.stdout)")
+    }
+
     static var rustc: String? {
         let path = (ProcessInfo.processInfo.environment["PATH"] ?? "") + ":" + NSHomeDirectory() + "/.cargo/bin"
         return path.split(separator: ":").map { $0 + "/rustc" }.first { FileManager.default.isExecutableFile(atPath: $0) }

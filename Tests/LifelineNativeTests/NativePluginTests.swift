@@ -193,6 +193,39 @@ import Testing
         #expect(said[2] == "3 3 3")
     }
 
+    /// A length past any buffer ((size_t)-1, a negative number made unsigned) with a real pointer
+    /// is refused as an argument; it used to stop the host making a buffer of a negative count.
+    /// So is a NULL handle, named as such.
+    @Test func aLengthPastAnyBuffer_orANullHandle_isAnArgumentError_notACrash() throws {
+        let plugin = try NativeBuild.plugin(
+            "lengths",
+            """
+            INIT {
+                size_t n;
+                const size_t huge = (size_t)-1;
+                int a = api->log(self, LIFELINE_LOG_INFO, "abc", huge);
+                say(self, "%d %s", a, api->last_error(self, &n));
+                int b = api->store_set(self, S("k"), "v", huge);
+                say(self, "%d %s", b, api->last_error(self, &n));
+                int c = api->store_set(self, "k", huge, S("v"));
+                int d = api->file_write(self, S("f"), "data", huge);
+                int e = api->subscribe(self, "didEnterBackground", huge, NULL, NULL, NULL);
+                int f = api->fail(self, "x", huge);
+                int g = api->begin_task(self, "t", huge, NULL, NULL, NULL);
+                int h = api->log(NULL, LIFELINE_LOG_INFO, S("x"));
+                say(self, "%d %d %d %d %d %d %s", c, d, e, f, g, h, api->last_error(self, &n));
+                return LIFELINE_OK;
+            }
+            """)
+        let said = logs(try run("0s launch\n1s terminate", [plugin]))
+        #expect(
+            said == [
+                "3 log: the message's length 18446744073709551615 is past any buffer (a (size_t)-1 or a negative number made unsigned?)",
+                "3 store_set: the value's length 18446744073709551615 is past any buffer (a (size_t)-1 or a negative number made unsigned?)",
+                "3 3 3 3 3 3 log: the handle is NULL; use the handle init or the callback was given",
+            ])
+    }
+
     // MARK: - Strings, the store, files
 
     @Test func nulBytes_inKeysValuesFileNamesAndLogLines_crossBothWays() throws {

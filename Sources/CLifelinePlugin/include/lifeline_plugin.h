@@ -45,9 +45,11 @@ extern "C" {
 #define LIFELINE_EXPORT
 #endif
 
-/* Put this once in a plugin's sources: it tells the host which ABI the plugin was built for. */
+/* Put this once in a plugin's sources: it tells the host which ABI the plugin was built for.
+   The declaration at the end of this header gives it C linkage and default visibility, so it is
+   exported from C++ too, and with -fvisibility=hidden. */
 #define LIFELINE_PLUGIN_EXPORT_ABI \
-    LIFELINE_EXPORT const uint32_t lifeline_plugin_abi_version = LIFELINE_PLUGIN_API_VERSION
+    const uint32_t lifeline_plugin_abi_version = LIFELINE_PLUGIN_API_VERSION
 
 /* The plugin's handle for one launch of the app. Opaque: never dereference it. */
 typedef struct lifeline_plugin lifeline_plugin;
@@ -61,9 +63,12 @@ enum {
     /* The app is not running this plugin now: its launch ended (an ended launch's handle), or a
        reload unloads it and no new work may start. */
     LIFELINE_ERR_NOT_RUNNING = 2,
-    /* An argument is wrong: NULL, not UTF-8 where text is needed, an unknown name. */
+    /* An argument is wrong: a NULL handle, NULL with a length, a length past any buffer (a
+       (size_t)-1), not UTF-8 where text is needed, an unknown name. A pointer with a length
+       longer than its memory cannot be seen, and is the plugin's bug. */
     LIFELINE_ERR_ARGUMENT = 3,
-    /* No such key, file, task, timer or request. */
+    /* No such key, file, task or request. (Cancelling a timer or a subscription that is gone is
+       not an error: it returns LIFELINE_OK, as in Lua.) */
     LIFELINE_ERR_NOT_FOUND = 4,
     /* The host refused: a rule of the lifecycle, a permission, a quota. */
     LIFELINE_ERR_REFUSED = 5,
@@ -154,7 +159,7 @@ typedef struct lifeline_api {
     /* Seconds since the host started, on its clock (virtual in simulate). */
     int (*now)(lifeline_plugin *self, double *seconds);
 
-    /* One-shot timers. */
+    /* One-shot timers. cancel_timer of a timer that fired or was cancelled does nothing. */
     int (*after)(lifeline_plugin *self, double seconds, lifeline_callback_fn callback, void *user, uint64_t *timer);
     int (*cancel_timer)(lifeline_plugin *self, uint64_t timer);
 
@@ -196,8 +201,12 @@ typedef struct lifeline_api {
 #define LIFELINE_API_HAS(api, member) \
     ((api)->size >= offsetof(lifeline_api, member) + sizeof((api)->member))
 
-/* What a plugin exports. */
+/* What a plugin exports. Declared here, inside extern "C", so that a plugin's definitions have
+   C linkage and default visibility even in C++ (where a const at namespace scope is otherwise
+   internal) and under -fvisibility=hidden. lifeline_plugin_close is optional. */
+LIFELINE_EXPORT extern const uint32_t lifeline_plugin_abi_version;
 LIFELINE_EXPORT int lifeline_plugin_init(const lifeline_api *api, lifeline_plugin *self);
+LIFELINE_EXPORT void lifeline_plugin_close(lifeline_plugin *self);
 
 #ifdef __cplusplus
 }
