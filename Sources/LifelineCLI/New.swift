@@ -61,6 +61,7 @@ struct New: ParsableCommand {
 
     func validate() throws {
         if swift && native { throw ValidationError("--swift and --native cannot be given together") }
+        if dir.isEmpty { throw ValidationError("--dir is empty: give a folder, as in --dir plugins (or --dir . for here)") }
         if lifelinePackage != nil && !swift { throw ValidationError("--lifeline-package goes with --swift") }
         if let problem = NewPlugin.nameProblem(name) { throw ValidationError(problem) }
     }
@@ -247,11 +248,7 @@ enum NewPlugin {
         if fm.fileExists(atPath: parent, isDirectory: &isFolder), !isFolder.boolValue {
             throw .cannotCreate("cannot make '\(folder)': '\(parent)' is not a folder")
         }
-        do {
-            try fm.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        } catch {
-            throw .cannotCreate("cannot make the folder '\(parent)': \(reason(error))")
-        }
+        try makeFolders(parent)
         let base = (folder as NSString).lastPathComponent
         var template = Array("\((parent as NSString).appendingPathComponent(".\(base).new-XXXXXX"))".utf8CString)
         guard let made = mkdtemp(&template) else {
@@ -282,6 +279,23 @@ enum NewPlugin {
                 )
             }
             throw .cannotCreate("cannot make '\(folder)': \(String(cString: strerror(problem)))")
+        }
+    }
+
+    /// `mkdir -p`, with the part that failed and the system's reason in the message (Foundation's
+    /// says "NSCocoaErrorDomain error 512" when a part is a file).
+    private static func makeFolders(_ path: String) throws(LifelineError) {
+        var made = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            made += "/" + part
+            if mkdir(made, 0o777) == 0 { continue }
+            let problem = errno
+            var info = stat()
+            if problem == EEXIST, stat(made, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { continue }
+            let shown = path.hasPrefix("/") ? made : String(made.dropFirst(2))
+            let why = problem == EEXIST ? "it exists and is not a folder" : String(cString: strerror(problem))
+            if shown == path { throw .cannotCreate("cannot make the folder '\(path)': \(why)") }
+            throw .cannotCreate("cannot make the folder '\(path)': '\(shown)': \(why)")
         }
     }
 

@@ -196,6 +196,48 @@ import Testing
         #expect(try CLI.run(["new", "A-b_9" + String(repeating: "x", count: 59), "--dir", dir]).status == 0)
     }
 
+    /// `--dir` is made when missing, but a part of it that is a file is exit 73 naming that part
+    /// in plain words (Foundation's own message was "NSCocoaErrorDomain error 512"); an empty
+    /// `--dir` is usage.
+    @Test func aDirThroughAFile_isExit73NamingThePart_andAnEmptyDirIs64() throws {
+        let ws = try Workspace()
+        _ = try ws.file("afile", "keep\n")
+        let through = try CLI.run(["new", "x", "--dir", ws.path + "/afile/sub"])
+        #expect(through.status == 73)
+        #expect(
+            through.stderr.contains("cannot make the folder '\(ws.path)/afile/sub': '\(ws.path)/afile': it exists and is not a folder"),
+            "\(through.stderr)")
+        let onFile = try CLI.run(["new", "x", "--dir", "afile"], in: ws.path)
+        #expect(onFile.status == 73)
+        #expect(onFile.stderr.contains("'afile' is not a folder"), "\(onFile.stderr)")
+        #expect(contents(ws.path + "/afile") == "keep\n")
+        let empty = try CLI.run(["new", "x", "--dir", ""], in: ws.path)
+        #expect(empty.status == 64)
+        #expect(empty.stderr.contains("--dir is empty"), "\(empty.stderr)")
+        let nested = try CLI.run(["new", "x", "--dir", "a/b/c"], in: ws.path)
+        #expect(nested.status == 0, "\(nested.stderr)")
+        #expect(FileManager.default.fileExists(atPath: ws.path + "/a/b/c/x/init.lua"))
+    }
+
+    /// The commands a new Swift package's README gives parse: the stock lifeline, run with the
+    /// same arguments from the package's folder, fails only because the plugin is not compiled
+    /// into it (65), never on usage (64). The README's `simulate` once lacked `--scenario`.
+    @Test func swift_theReadmesCommands_areValidCommandLines() throws {
+        let ws = try Workspace()
+        #expect(try CLI.run(["new", "autosave", "--swift", "--dir", ws.plugins]).status == 0)
+        let folder = ws.plugins + "/autosave"
+        let commands = contents(folder + "/README.md").split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasPrefix("swift run autosave-lifeline ") }
+        #expect(commands.count == 2, "\(commands)")
+        for command in commands {
+            let words = command.split(separator: "#")[0].split(separator: " ").dropFirst(3).map(String.init)
+            let r = try CLI.run(words, in: folder)
+            #expect(r.status == 65 || r.status == 1, "\(command): \(r.status) \(r.stderr)")
+            #expect((r.stdout + r.stderr).contains("no Swift plugin named 'autosave'"), "\(command): \(r.stderr)")
+        }
+    }
+
     @Test func swiftAndNativeTogether_isExit64() throws {
         let ws = try Workspace()
         let r = try CLI.run(["new", "x", "--swift", "--native", "--dir", ws.plugins])

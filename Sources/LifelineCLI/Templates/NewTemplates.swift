@@ -176,9 +176,12 @@ enum NewTemplates {
         `\(executable)`, which has every subcommand of `lifeline`. This folder is also a plugin folder:
         plugin.toml asks for the Swift plugin `\(name)`, and scenarios/ holds its tests. From here:
 
-            swift build                                   # the first build takes several minutes
-            swift run \(executable) test ..        # every scenario of the plugins folder
-            swift run \(executable) simulate scenarios/basic.scenario --plugins ..
+            swift build       # the first build takes several minutes
+            swift run \(executable) test ..
+            swift run \(executable) simulate --plugins .. --only \(name) --scenario scenarios/basic.scenario
+
+        `test ..` runs every scenario of the plugins folder this one is in; `simulate` prints one
+        scenario's report.
 
         Package.swift names the checkout of Lifeline it builds against, at its top.
 
