@@ -8,8 +8,9 @@ import LifelineNative
 struct PluginOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The folder of plugins: every subfolder with an init.lua, and every subfolder whose plugin.toml "
-                + "names a compiled-in Swift plugin (swift = \"NAME\"). Nothing else joins the run."))
+            "The folder of plugins: every subfolder with an init.lua, every subfolder whose plugin.toml "
+                + "names a compiled-in Swift plugin (swift = \"NAME\"), and every one whose plugin.toml names a "
+                + "native library (native = \"x.so\"). Nothing else joins the run."))
     var plugins: String
 
     @Option(
