@@ -86,23 +86,34 @@ public final class ServiceNotifier: Sendable {
         private let period: Double
         private let status: () -> String
         private var job: MainExecutor.JobID?
+        /// When the next pet is due: half of `WATCHDOG_USEC` after the last one. The beats that
+        /// fall between two pets (a long watchdog, beats every second for the status) send none,
+        /// so the manager hears a pet as often as it asked, not at every beat.
+        private var nextPet: HostTime?
 
         fileprivate init(notifier: ServiceNotifier, executor: MainExecutor, period: Double, status: @escaping () -> String) {
             self.notifier = notifier
             self.executor = executor
             self.period = period
             self.status = status
+            nextPet = notifier.watchdogInterval.map { executor.now.adding(seconds: $0) }
             schedule()
         }
 
-        /// The next beat, `period` after now: after a stretch that held the executor, the late
-        /// beat runs once and the next one comes a whole period later, so pets never bunch up.
+        /// The next beat, `period` after now, or the next pet if that is sooner: after a stretch
+        /// that held the executor, the late beat runs once and the next one comes a whole period
+        /// later, so pets never bunch up.
         private func schedule() {
-            job = executor.schedule(at: executor.now.adding(seconds: period)) { [self] in beat() }
+            var at = executor.now.adding(seconds: period)
+            if let nextPet, nextPet < at { at = nextPet }
+            job = executor.schedule(at: at) { [self] in beat() }
         }
 
         private func beat() {
-            if notifier.watchdogInterval != nil { notifier.watchdogPet() }
+            if let interval = notifier.watchdogInterval, let due = nextPet, executor.now >= due {
+                notifier.watchdogPet()
+                nextPet = executor.now.adding(seconds: interval)
+            }
             let text = status()
             if text != notifier.lastStatus.withLock({ $0 }) { notifier.status(text) }
             schedule()
@@ -190,7 +201,8 @@ public final class ServiceNotifier: Sendable {
     /// Half of `WATCHDOG_USEC` in seconds, when it is a positive whole number of microseconds and
     /// `WATCHDOG_PID`, if set, is `pid`.
     static func watchdogInterval(_ environment: [String: String], pid: pid_t) -> Double? {
-        guard let text = environment["WATCHDOG_USEC"], let usec = UInt64(text), usec > 0 else { return nil }
+        // UInt64.max is systemd's "infinity": no watchdog, as sd_watchdog_enabled reads it.
+        guard let text = environment["WATCHDOG_USEC"], let usec = UInt64(text), usec > 0, usec < .max else { return nil }
         if let owner = environment["WATCHDOG_PID"], pid_t(owner) != pid { return nil }
         return Double(usec) / 2 / 1_000_000
     }

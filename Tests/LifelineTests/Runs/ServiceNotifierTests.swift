@@ -212,6 +212,33 @@ import Glibc
         ])
     }
 
+    @Test func heartbeat_withAWatchdogLongerThanTwoSeconds_petsEveryHalfOfIt_notAtEachStatusBeat() throws {
+        // WatchdogSec=4s: a pet every 2 s, as the manager asked; the status is still looked at
+        // every second. A beat that petted each time would send six pets by 6.5 s, not three.
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "4000000"]) { $1 }))
+        let executor = MainExecutor(clock: VirtualClock())
+        var pets: [Double] = []
+        var beats: [Double] = []
+        let heartbeat = notifier.keepAlive(on: executor) {
+            beats.append(executor.now.seconds)
+            return "active"
+        }
+        for second in 1...6 {
+            executor.run(until: .seconds(Double(second) + 0.5), shouldStop: { false })
+            if manager.drain().contains("WATCHDOG=1") { pets.append(Double(second)) }
+        }
+        heartbeat.stop()
+        #expect(pets == [2, 4, 6])
+        #expect(beats == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func watchdogUsecOfInfinity_asksForNoPets() {
+        // systemd writes USEC_INFINITY, the largest 64-bit number, for "no watchdog".
+        let environment = ["NOTIFY_SOCKET": "/nonexistent/notify.sock", "WATCHDOG_USEC": String(UInt64.max)]
+        #expect(ServiceNotifier(environment: environment)?.watchdogInterval == nil)
+    }
+
     @Test func heartbeat_doesNotRepeatTheStatusThatReadyCarried() throws {
         let manager = try Manager()
         let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "200000"]) { $1 }))
