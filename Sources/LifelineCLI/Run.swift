@@ -99,6 +99,7 @@ struct Run: ParsableCommand {
             live.colour = colour
             live.controlTimeout = ctlTimeout
             live.serviceNotifier = ServiceNotifier()
+            hostMetrics?.countEarlierTerminations(inReports: live.setup.stateDirectory! + "/reports")
             if let record { live.recording = try RunRecording(path: record, profile: setup.profile) }
             live.onUnstoppableLoad = exitWithError
             // Bound before the plugins launch: a port in use ends the run at once (exit 69).

@@ -1,3 +1,4 @@
+import Foundation
 import Lifeline
 import LifelineLua
 import Prometheus
@@ -136,7 +137,25 @@ public final class HostMetrics: Sendable {
     }
 
     /// The page: every family with its HELP and TYPE lines, in the Prometheus text format 0.0.4.
-    public func page() -> [UInt8] { registry.emitToBuffer() }
+    /// A family with no series yet (HTTP requests before the first answer, memory when no plugin
+    /// is Lua, the per-plugin gauges before the first reading) still has its HELP and TYPE lines,
+    /// which swift-prometheus writes only for a family with a series: every name is on every page.
+    public func page() -> [UInt8] {
+        var page = registry.emitToBuffer()
+        let empty = tables.withLock { tables in
+            [
+                (Family.handlerCalls, "counter", tables.handlerCalls.isEmpty),
+                (Family.pluginErrors, "counter", tables.pluginErrors.isEmpty),
+                (Family.httpRequests, "counter", tables.httpRequests.isEmpty),
+                (Family.backgroundTasks, "gauge", tables.backgroundTasks.isEmpty),
+                (Family.memory, "gauge", tables.memory.isEmpty),
+            ].filter(\.2)
+        }
+        for (family, type, _) in empty {
+            page += Array("# HELP \(family.name) \(family.helpText ?? "")\n# TYPE \(family.name) \(type)\n".utf8)
+        }
+        return page
+    }
 
     // MARK: - Handler calls
 
@@ -213,6 +232,22 @@ public final class HostMetrics: Sendable {
         return nil
     }
 
+    /// Counts the terminations that earlier runs on the same state dir ended in, one for each
+    /// crash report in `folder` (`crash-<epoch-ms>-<kind>.json`, as `lifeline run` writes them).
+    /// A termination ends the run that suffered it, so no page of that run could show it; the
+    /// next run's page does (after systemd's `Restart=on-failure`, say). Only the kinds this
+    /// version knows count, so a stray file cannot add a label. Call it before the run starts.
+    public func countEarlierTerminations(inReports folder: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix("crash-") && name.hasSuffix(".json") {
+            let stem = name.dropFirst("crash-".count).dropLast(".json".count)
+            guard let dash = stem.firstIndex(of: "-"), stem[..<dash].allSatisfy(\.isNumber),
+                let kind = Termination.Kind(rawValue: String(stem[stem.index(after: dash)...]))
+            else { continue }
+            terminationCounter(kind.rawValue).increment()
+        }
+    }
+
     private func terminationCounter(_ kind: String) -> Counter {
         // The kinds are a closed set; one this version does not know still gets a series.
         tables.withLock { tables in
@@ -283,16 +318,23 @@ public final class HostMetrics: Sendable {
         setGauges(memory, \.memory, Family.memory)
     }
 
-    /// Sets one gauge per plugin in `values`; a plugin that was there before and is gone now reads 0.
+    /// Sets one gauge per plugin in `values`. A plugin that was there before and is gone now (a
+    /// reload removed it, and its old generation has ended) loses its series: the page lists the
+    /// plugins the host runs, and plugins renamed over many reloads do not pile up on it.
     private func setGauges(
         _ values: [String: Int], _ table: WritableKeyPath<Tables, [String: Gauge]>, _ family: MetricNameDescriptor
     ) {
-        let gauges = tables.withLock { tables in
+        let (gauges, gone) = tables.withLock { tables in
             for plugin in values.keys where tables[keyPath: table][plugin] == nil {
                 tables[keyPath: table][plugin] = registry.makeGauge(descriptor: family, labels: [("plugin", plugin)])
             }
-            return tables[keyPath: table]
+            var gone: [Gauge] = []
+            for plugin in tables[keyPath: table].keys where values[plugin] == nil {
+                if let gauge = tables[keyPath: table].removeValue(forKey: plugin) { gone.append(gauge) }
+            }
+            return (tables[keyPath: table], gone)
         }
+        for gauge in gone { registry.unregisterGauge(gauge) }
         for (plugin, gauge) in gauges { gauge.set(to: Double(values[plugin] ?? 0)) }
     }
 }

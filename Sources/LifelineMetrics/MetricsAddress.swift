@@ -31,6 +31,8 @@ public struct MetricsAddress: Equatable, Sendable, CustomStringConvertible {
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]") else { throw bad("the IPv6 address has no closing ']'") }
             hostPart = text[text.index(after: text.startIndex)..<close]
+            // Brackets are for an IPv6 address only, as in a URL: [127.0.0.1] is not one.
+            guard hostPart.contains(":") else { throw bad("brackets hold an IPv6 address, e.g. [::1]:9464") }
             let rest = text[text.index(after: close)...]
             guard rest.hasPrefix(":") else { throw bad("no port after the IPv6 address") }
             portPart = rest.dropFirst()

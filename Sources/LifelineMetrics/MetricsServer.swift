@@ -116,7 +116,8 @@ private final class MetricsHandler: ChannelInboundHandler {
             return respond(head, .notFound, Array("not found: the page is /metrics\n".utf8), context: context)
         }
         guard head.method == .GET || head.method == .HEAD else {
-            return respond(head, .methodNotAllowed, Array("GET /metrics\n".utf8), context: context)
+            // A 405 says which methods are allowed (RFC 9110, 15.5.6).
+            return respond(head, .methodNotAllowed, Array("GET /metrics\n".utf8), allow: "GET, HEAD", context: context)
         }
         guard let refresh else {
             return respond(head, .ok, metrics.page(), context: context)
@@ -136,9 +137,11 @@ private final class MetricsHandler: ChannelInboundHandler {
     }
 
     private func respond(
-        _ request: HTTPRequestHead, _ status: HTTPResponseStatus, _ body: [UInt8], context: ChannelHandlerContext
+        _ request: HTTPRequestHead, _ status: HTTPResponseStatus, _ body: [UInt8], allow: String? = nil,
+        context: ChannelHandlerContext
     ) {
         var headers = HTTPHeaders()
+        if let allow { headers.add(name: "Allow", value: allow) }
         headers.add(
             name: "Content-Type",
             value: status == .ok ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8")

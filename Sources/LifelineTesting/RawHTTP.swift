@@ -6,6 +6,12 @@ import Foundation
 /// A GET (or another method) to 127.0.0.1 over a plain socket, as a scraper sends it: the
 /// status and the body.
 public func httpRequest(port: Int, path: String, method: String = "GET") throws -> (status: Int, body: String) {
+    let (status, _, body) = try httpExchange(port: port, path: path, method: method)
+    return (status, body)
+}
+
+/// `httpRequest` with the answer's head too: its status line and header lines, as sent.
+public func httpExchange(port: Int, path: String, method: String = "GET") throws -> (status: Int, head: String, body: String) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw POSIXError(.EIO) }
     defer { close(fd) }
@@ -35,5 +41,5 @@ public func httpRequest(port: Int, path: String, method: String = "GET") throws 
     let statusLine = text[..<split.lowerBound].split(separator: "\r\n").first ?? ""
     let parts = statusLine.split(separator: " ")
     guard parts.count >= 2, let status = Int(parts[1]) else { throw POSIXError(.EBADMSG) }
-    return (status, String(text[split.upperBound...]))
+    return (status, String(text[..<split.lowerBound]), String(text[split.upperBound...]))
 }

@@ -128,6 +128,76 @@ import Testing
         #expect(try httpRequest(port: server.address.port, path: "/metrics?x=1").status == 200)
     }
 
+    @Test func aMethodNotAllowed_saysWhichAre() throws {
+        let server = try MetricsServer(address: MetricsAddress(port: 0), metrics: HostMetrics())
+        defer { server.close() }
+        let (status, head, _) = try httpExchange(port: server.address.port, path: "/metrics", method: "DELETE")
+        #expect(status == 405)
+        #expect(head.lowercased().contains("\r\nallow: get, head"), "\(head)")
+    }
+
+    @Test func aFreshPage_hasEveryName_beforeAnyAnswerOrReading() throws {
+        // No HTTP answer yet, no scrape-time reading yet (a host busy at the first scrape): the
+        // families with no series still have their HELP and TYPE, so every name is on the page.
+        let page = try PrometheusText(String(decoding: HostMetrics().page(), as: UTF8.self))
+        for name in Self.names {
+            #expect(page.types[name] != nil, "no TYPE for \(name)")
+            #expect(page.helps[name] != nil, "no HELP for \(name)")
+        }
+        #expect(page.types["lifeline_http_requests_total"] == "counter")
+        #expect(page.types["lifeline_plugin_memory_bytes"] == "gauge")
+    }
+
+    @Test func aPluginThatIsGone_losesItsGaugeSeries_andKeepsItsCounters() throws {
+        let metrics = HostMetrics()
+        func read(_ sources: [String: String]) throws {
+            try Self.withPlugins(sources) { dir in
+                var configuration = HostConfiguration()
+                configuration.onHandlerCall = { metrics.noteHandlerCall(plugin: $0, handler: $1, seconds: $2) }
+                let host = LifelineHost(
+                    configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
+                    executor: MainExecutor(clock: VirtualClock()),
+                    recorder: Recorder(profileName: "ios13", keepsTimeline: false, observer: { metrics.observe($0) }))
+                defer { host.shutdown() }
+                try host.perform(.launch)
+                metrics.read(host)
+            }
+        }
+        // As a reload that removed "old" shows it: the host runs "kept" alone now.
+        try read(["old": "", "kept": ""])
+        try read(["kept": ""])
+        let page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+        #expect(page.value("lifeline_background_tasks", ["plugin": "kept"]) == 0)
+        #expect(page.value("lifeline_background_tasks", ["plugin": "old"]) == nil)
+        #expect(page.value("lifeline_plugin_memory_bytes", ["plugin": "old"]) == nil)
+        #expect((page.value("lifeline_plugin_memory_bytes", ["plugin": "kept"]) ?? 0) > 0)
+        // A counter counts what happened, which stays true.
+        #expect(page.value("lifeline_handler_calls_total", ["plugin": "old", "event": "load"]) == 1)
+        #expect(page.value("lifeline_plugin_errors_total", ["plugin": "old"]) == 0)
+    }
+
+    @Test func theCrashReportsOfEarlierRuns_countAsTerminations() throws {
+        // A termination ends its run, so only the next run's page can show it.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("reports-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for name in [
+            "crash-1795822355981-watchdog.json", "crash-1795822399000-watchdog.json",
+            "crash-1795822400000-taskLimit.json", "crash-1795822400001-made-up.json", "crash-x-watchdog.json",
+            "notes.txt",
+        ] {
+            try "{}".write(toFile: folder + "/" + name, atomically: true, encoding: .utf8)
+        }
+        let metrics = HostMetrics()
+        metrics.countEarlierTerminations(inReports: folder)
+        metrics.countEarlierTerminations(inReports: folder + "/missing")
+        let page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+        #expect(page.value("lifeline_terminations_total", ["kind": "watchdog"]) == 2)
+        #expect(page.value("lifeline_terminations_total", ["kind": "taskLimit"]) == 1)
+        #expect(page.value("lifeline_terminations_total", ["kind": "completionTimeout"]) == 0)
+        #expect(page.values("lifeline_terminations_total").count == Termination.Kind.allCases.count)
+    }
+
     @Test func aPortInUse_isUnavailable_withTheAddress() throws {
         let first = try MetricsServer(address: MetricsAddress(port: 0), metrics: HostMetrics())
         defer { first.close() }
@@ -257,7 +327,7 @@ import Testing
         #expect(MetricsAddress(host: "::1", port: 1).description == "[::1]:1")
         for bad in [
             "", ":", "abc", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "1.2.3:80", "256.1.1.1:80",
-            "example.com:80", "::1:80", "[::1]", "[::1:80", "[zz]:80", "127.0.0.1:80x", "127.0.0.1: 80", "１２:80",
+            "example.com:80", "::1:80", "[::1]", "[::1:80", "[zz]:80", "[127.0.0.1]:80", "[]:80", "127.0.0.1:80x", "127.0.0.1: 80", "１２:80",
         ] {
             #expect(throws: LifelineError.self, "\(bad)") { try MetricsAddress(parsing: bad) }
             do { _ = try MetricsAddress(parsing: bad) } catch { #expect(error.exitCode == 64) }

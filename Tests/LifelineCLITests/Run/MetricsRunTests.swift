@@ -40,6 +40,33 @@ import Glibc
         #expect(live.wait() == 0)
     }
 
+    @Test func run_metrics_afterAWatchdogKill_theNextRunOnTheStateDirCountsIt() throws {
+        // The watchdog's termination ends its run before any scrape could see it; a service
+        // manager starts the host again on the same state dir, whose page counts it.
+        let ws = try Workspace()
+        try ws.plugin("hog", """
+            lifeline.on("didEnterBackground", function()
+              local t = os.clock(); while os.clock() - t < 30 do end
+            end)
+            """)
+        let state = ws.path + "/state"
+        let first = try RunTests.Live(["--plugins", ws.plugins, "--state-dir", state, "--background-limit", "1"])
+        #expect(first.stderr.waitFor("didBecomeActive"))
+        first.signal(SIGUSR1)
+        #expect(first.wait(timeout: 60) == 1, "\(first.stderr.text())")
+        #expect(first.stderr.text().contains("terminated kind=watchdog"))
+        let second = try RunTests.Live(["--plugins", ws.plugins, "--state-dir", state, "--metrics", "127.0.0.1:0"])
+        #expect(second.stderr.waitFor("didBecomeActive"))
+        let port = try #require(Self.port(in: second.stderr.text()), "\(second.stderr.text())")
+        let page = try Self.scrape(port)
+        #expect(Self.value(page, #"lifeline_terminations_total{kind="watchdog"}"#) == 1, "\(page)")
+        #expect(Self.value(page, #"lifeline_terminations_total{kind="taskLimit"}"#) == 0)
+        // The HTTP family is on the page before any plugin made a request.
+        #expect(page.contains("# TYPE lifeline_http_requests_total counter\n"))
+        second.signal(SIGTERM)
+        #expect(second.wait() == 0)
+    }
+
     @Test func run_metrics_badAddress_isUsage() throws {
         let ws = try Workspace()
         try ws.plugin("idle", "lifeline.on('didBecomeActive', function() end)")
