@@ -128,6 +128,12 @@ public final class UIApplication: UIResponder, @unchecked Sendable {
     public struct LaunchOptionsKey: RawRepresentable, Hashable, Sendable {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
+
+        // The keys launch code reads most, so that it compiles; no launch options are ever given.
+        public static let remoteNotification = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsRemoteNotificationKey")
+        public static let url = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsURLKey")
+        public static let sourceApplication = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsSourceApplicationKey")
+        public static let location = LaunchOptionsKey(rawValue: "UIApplicationLaunchOptionsLocationKey")
     }
 
     // MARK: - Adopting an app delegate

@@ -159,7 +159,9 @@ private final class FetchingDelegate: UIResponder, UIApplicationDelegate {
         _ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]?
     ) -> Bool {
         application.setMinimumBackgroundFetchInterval(UIApplication.backgroundFetchIntervalMinimum)
-        return true
+        // Launch code reads its options by UIKit's keys; Lifeline gives none.
+        if launchOptions?[.remoteNotification] != nil || launchOptions?[.url] != nil { return false }
+        return application.backgroundRefreshStatus == .available
     }
 
     func application(
