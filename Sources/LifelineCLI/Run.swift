@@ -59,7 +59,8 @@ struct Run: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Record the run as a scenario here, written as it goes: each step a signal or ctl carried out, and "
-                + "each HTTP answer a plugin got (bodies in FILE.d/). Replay it with lifeline simulate --scenario FILE.",
+                + "each HTTP answer a plugin got (bodies in FILE.d/). An existing FILE is replaced. Replay it with "
+                + "lifeline simulate --scenario FILE.",
             valueName: "file"))
     var record: String?
 

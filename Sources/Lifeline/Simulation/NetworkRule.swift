@@ -328,7 +328,9 @@ public struct NetworkRule: Equatable, Sendable {
         var headers: [RecordedHeader] = []
         for word in words {
             if word.hasPrefix("body="), file == nil, word.count > 5 {
-                file = String(word.dropFirst(5))
+                // Percent-encoded where the path has a blank, a '#' or a '%' (as a recording writes it).
+                let raw = String(word.dropFirst(5))
+                file = raw.removingPercentEncoding ?? raw
             } else if word.hasPrefix("header="), let colon = word.firstIndex(of: ":"), colon > word.index(word.startIndex, offsetBy: 7),
                 let value = String(word[word.index(after: colon)...]).removingPercentEncoding
             {

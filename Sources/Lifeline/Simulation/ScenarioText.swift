@@ -39,7 +39,8 @@ public enum ScenarioText {
         case .stream(let status, let size, let rate, let delay):
             return "\(status) size=\(size)B" + (rate.map { " rate=\(Int64($0))B/s" } ?? "") + after(delay)
         case .recorded(let status, let headers, let file, let delay):
-            let words = (file.map { ["body=\($0)"] } ?? [])
+            // The path encoded as a header value is: a recording named "my run.scenario" parses too.
+            let words = (file.map { ["body=\(NetworkRule.encodeHeaderValue($0))"] } ?? [])
                 + headers.map { "header=\($0.name):\(NetworkRule.encodeHeaderValue($0.value))" }
             return ([String(status)] + words).joined(separator: " ") + after(delay)
         }

@@ -161,4 +161,22 @@ import Glibc
             #expect(scenario.network.count == 1)
         }
     }
+
+    @Test func aRecordingNamedWithABlankOrAHash_namesItsBodiesSoThatTheLineParses() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/my run #1 100%.scenario"
+        let recording = try RunRecording(path: path, profile: .ios13)
+        recording.http(
+            HTTPRequest(method: "GET", url: "http://127.0.0.1:8080/feed"), sentAt: .seconds(1), after: 0.01,
+            .response(HTTPResponse(status: 200, body: Array("abc".utf8))))
+        let scenario = try Scenario.parse(try text(path), fileName: path)
+        guard case .recorded(_, _, let file?, _) = scenario.network.first?.result else {
+            Issue.record("no recorded body: \(scenario.network)")
+            return
+        }
+        #expect(file == "my run #1 100%.scenario.d/1.body")
+        #expect(try String(contentsOfFile: folder + "/" + file, encoding: .utf8) == "abc")
+    }
 }
