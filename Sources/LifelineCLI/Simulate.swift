@@ -98,7 +98,15 @@ struct Simulate: ParsableCommand {
                 onUnpreemptibleOverrun: { overrun in
                     // W3: Swift code cannot be stopped; give the verdict now and end the process.
                     switch overrun {
-                    case .terminated(_, let recorder):
+                    case .terminated(let termination, let recorder):
+                        // The host's own "app terminated" line is logged on the main executor,
+                        // which is stuck in that code: say it here, or the exit 1 comes unexplained.
+                        FileHandle.standardError.write(
+                            Data(
+                                (Terminal.safe(
+                                    "lifeline: app terminated (\(termination.kind.rawValue), \(termination.kind.code)): "
+                                        + "\(termination.reason)"
+                                ) + "\n").utf8))
                         Foundation.exit((try? outputs.write(recorder)) ?? 70)
                     case .loadFailed(let error):
                         exitWithError(error)

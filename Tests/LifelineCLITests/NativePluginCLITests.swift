@@ -304,6 +304,14 @@ import Testing
         #expect(events(report, "watchdog", plugin: "spinner").count == 1)
         let plugins = try #require(report["plugins"] as? [[String: Any]])
         #expect(plugins.first?["kind"] as? String == "native")
+        // Without --report, stderr says why it ended (the process exits from the watchdog's
+        // thread, so the host's own line is never logged; it used to end with exit 1 and nothing).
+        let quiet = try CLI.run(["simulate", "--plugins", ws.plugins, "--scenario", s, "--watchdog-scale", "25"])
+        #expect(quiet.status == 1)
+        #expect(
+            quiet.stderr.contains(
+                "lifeline: app terminated (watchdog, 0x8badf00d): plugin 'spinner' was still running its "
+                    + "didEnterBackground handler"), "\(quiet.stderr)")
     }
 
     @Test func anInitThatSpins_isALoadFailure() throws {
