@@ -75,7 +75,7 @@ public final class ServiceNotifier: Sendable {
     /// sent, by the heartbeat or with any other message. Call `stop` on the returned heartbeat
     /// once the executor has stopped.
     public func keepAlive(on executor: MainExecutor, every seconds: Double = 1, status: @escaping () -> String) -> Heartbeat {
-        let period = max(0.001, min(watchdogInterval ?? seconds, seconds))
+        let period = max(Heartbeat.shortest, min(watchdogInterval ?? seconds, seconds))
         return Heartbeat(notifier: self, executor: executor, period: period, status: status)
     }
 
@@ -96,9 +96,13 @@ public final class ServiceNotifier: Sendable {
             self.executor = executor
             self.period = period
             self.status = status
-            nextPet = notifier.watchdogInterval.map { executor.now.adding(seconds: $0) }
+            nextPet = notifier.watchdogInterval.map { executor.now.adding(seconds: max(Self.shortest, $0)) }
             schedule()
         }
+
+        /// The shortest time between two beats, however short a watchdog the manager asks for: a
+        /// `WATCHDOG_USEC` of a few microseconds must not keep the main executor busy petting.
+        static let shortest = 0.001
 
         /// The next beat, `period` after now, or the next pet if that is sooner: after a stretch
         /// that held the executor, the late beat runs once and the next one comes a whole period
@@ -112,7 +116,7 @@ public final class ServiceNotifier: Sendable {
         private func beat() {
             if let interval = notifier.watchdogInterval, let due = nextPet, executor.now >= due {
                 notifier.watchdogPet()
-                nextPet = executor.now.adding(seconds: interval)
+                nextPet = executor.now.adding(seconds: max(Self.shortest, interval))
             }
             let text = status()
             if text != notifier.lastStatus.withLock({ $0 }) { notifier.status(text) }

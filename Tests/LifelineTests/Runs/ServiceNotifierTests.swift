@@ -233,6 +233,22 @@ import Glibc
         #expect(beats == [1, 2, 3, 4, 5, 6])
     }
 
+    @Test func heartbeat_withAWatchdogOfMicroseconds_beatsAtMostEveryMillisecond() throws {
+        // WATCHDOG_USEC=2: a pet every microsecond cannot be kept; the executor keeps its jobs.
+        let manager = try Manager()
+        let notifier = try #require(ServiceNotifier(environment: manager.environment.merging(["WATCHDOG_USEC": "2"]) { $1 }))
+        let executor = MainExecutor(clock: VirtualClock())
+        var beats = 0
+        let heartbeat = notifier.keepAlive(on: executor) {
+            beats += 1
+            return "active"
+        }
+        executor.run(until: .seconds(0.0055), shouldStop: { false })
+        heartbeat.stop()
+        #expect(beats == 5)
+        #expect(manager.drain().filter { $0 == "WATCHDOG=1" }.count == 5)
+    }
+
     @Test func watchdogUsecOfInfinity_asksForNoPets() {
         // systemd writes USEC_INFINITY, the largest 64-bit number, for "no watchdog".
         let environment = ["NOTIFY_SOCKET": "/nonexistent/notify.sock", "WATCHDOG_USEC": String(UInt64.max)]
