@@ -157,6 +157,42 @@ import Testing
         #expect(tested.stdout.contains("3 passed, 0 failed"))
     }
 
+    /// The Makefile has the usual `all`, and rebuilds the library when the header it was built
+    /// against changes (a newer lifeline), not only when the C file does.
+    @Test(.enabled(if: canBuildC && hasMake, "cc and make are needed"))
+    func native_theMakefile_hasAll_andRebuildsForANewHeader() throws {
+        let ws = try Workspace()
+        #expect(try CLI.run(["new", "notes", "--native", "--dir", ws.plugins]).status == 0)
+        // A lifeline whose --include-dir is a folder of this test's, holding a copy of the header.
+        let include = ws.path + "/include"
+        try FileManager.default.createDirectory(atPath: include, withIntermediateDirectories: true)
+        let header = try String(contentsOfFile: CLI.packageRoot + "/Sources/CLifelinePlugin/include/lifeline_plugin.h", encoding: .utf8)
+        let fake = try ws.file("fake-lifeline", "#!/bin/sh\necho '\(include)'\n")
+        #expect(chmod(fake, 0o755) == 0)
+        func make() throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["make", "--no-print-directory", "-C", ws.plugins + "/notes", "all", "LIFELINE=\(fake)"]
+            // Into a file, not a pipe: reading a pipe fails with EINTR when a signal arrives.
+            let log = ws.path + "/make.log"
+            FileManager.default.createFile(atPath: log, contents: nil)
+            process.standardOutput = FileHandle(forWritingAtPath: log)
+            process.standardError = FileHandle(forWritingAtPath: log)
+            try process.run()
+            process.waitUntilExit()
+            let output = contents(log)
+            #expect(process.terminationStatus == 0, "\(output)")
+            return output
+        }
+        // The copy is newer than the library `new` built: rebuilt against it.
+        try header.write(toFile: include + "/lifeline_plugin.h", atomically: false, encoding: .utf8)
+        #expect(try make().contains("-I\"\(include)\" notes.c -o notes.so"))
+        #expect(!(try make()).contains("notes.c -o notes.so"))
+        var later = [timespec(tv_sec: time(nil) + 10, tv_nsec: 0), timespec(tv_sec: time(nil) + 10, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, include + "/lifeline_plugin.h", &later, 0) == 0)
+        #expect(try make().contains("notes.c -o notes.so"))
+    }
+
     @Test func existingFolder_isExit73_andLeftAsItWas() throws {
         let ws = try Workspace()
         // A folder with files, an empty folder, and a file of the name.

@@ -408,14 +408,17 @@ enum NewTemplates {
         CFLAGS ?= -O2 -Wall -Wextra
         INCLUDE := $(shell $(LIFELINE) --include-dir)
 
-        \(name).so: \(name).c
+        all: \(name).so
+
+        # Rebuilt when the header changes too (a newer lifeline).
+        \(name).so: \(name).c $(wildcard $(INCLUDE)/lifeline_plugin.h)
         \t$(if $(INCLUDE),,$(error '$(LIFELINE) --include-dir' printed nothing: make LIFELINE=path/to/lifeline))
         \t$(CC) -shared -fPIC $(CFLAGS) -I"$(INCLUDE)" \(name).c -o \(name).so
 
         clean:
         \trm -f \(name).so
 
-        .PHONY: clean
+        .PHONY: all clean
 
         """
     }
