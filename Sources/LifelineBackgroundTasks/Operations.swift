@@ -25,6 +25,8 @@ open class Operation {
     /// Runs on the turn after the operation finished (cancelled or not).
     open var completionBlock: (() -> Void)?
     open var name: String?
+    /// Kept, and ignored: every operation runs on the main executor.
+    open var qualityOfService: QualityOfService = .default
 
     public init() {}
 
@@ -103,6 +105,8 @@ open class OperationQueue {
         didSet { operationDidChange() }
     }
     open var name: String?
+    /// Kept, and ignored: every operation runs on the main executor.
+    open var qualityOfService: QualityOfService = .default
     /// While true, no new operation starts.
     open var isSuspended = false {
         didSet { operationDidChange() }

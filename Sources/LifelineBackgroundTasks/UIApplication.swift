@@ -98,6 +98,19 @@ public final class UIApplication: UIResponder, @unchecked Sendable {
     /// task scheduler refuses `submit` with `.unavailable` instead.
     public var backgroundRefreshStatus: BackgroundRefreshStatus { .available }
 
+    // MARK: - Remote notifications
+
+    /// Accepted so that push code compiles: the scenario's `push` lines deliver silent pushes to an
+    /// adopted delegate whether or not the app registered, and there is no device token
+    /// (`application(_:didRegisterForRemoteNotificationsWithDeviceToken:)` is never called).
+    public func registerForRemoteNotifications() {}
+
+    /// Accepted and ignored, as `registerForRemoteNotifications()`.
+    public func unregisterForRemoteNotifications() {}
+
+    /// True: pushes reach the app (above).
+    public var isRegisteredForRemoteNotifications: Bool { true }
+
     // MARK: - Notifications
 
     public static let didFinishLaunchingNotification = Notification.Name("UIApplicationDidFinishLaunchingNotification")

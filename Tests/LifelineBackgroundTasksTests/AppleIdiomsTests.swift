@@ -248,3 +248,52 @@ private final class FetchingDelegate: UIResponder, UIApplicationDelegate {
     #expect(recorder.termination != nil)
     #expect(lines(recorder, only: ["terminated"]).first?.contains("completionTimeout") == true, "\(lines(recorder, only: ["terminated"]))")
 }
+
+// MARK: - Push
+
+/// Silent-push code as iOS apps write it: register at launch, complete by the app's state.
+private final class PushDelegate: NSObject, UIApplicationDelegate {
+    let heard: Shared<[String]>
+    init(heard: Shared<[String]>) { self.heard = heard }
+
+    func application(
+        _ application: UIApplication, didFinishLaunchingWithOptions launchOptions: [UIApplication.LaunchOptionsKey: Any]? = nil
+    ) -> Bool {
+        application.registerForRemoteNotifications()
+        heard.append("registered \(application.isRegisteredForRemoteNotifications)")
+        return true
+    }
+
+    func application(_ application: UIApplication, didRegisterForRemoteNotificationsWithDeviceToken deviceToken: Data) {
+        heard.append("token")
+    }
+
+    func application(
+        _ application: UIApplication, didReceiveRemoteNotification userInfo: [AnyHashable: Any],
+        fetchCompletionHandler completionHandler: @escaping (UIBackgroundFetchResult) -> Void
+    ) {
+        guard let aps = userInfo["aps"] as? [String: Any], aps["content-available"] as? Int == 1 else {
+            completionHandler(.noData)
+            return
+        }
+        let queue = OperationQueue()
+        queue.qualityOfService = .utility
+        let operation = BlockOperation { self.heard.append("fetched") }
+        operation.qualityOfService = .utility
+        operation.completionBlock = { completionHandler(application.applicationState == .background ? .newData : .failed) }
+        queue.addOperation(operation)
+    }
+}
+
+@Test func silentPush_registeredAtLaunch_completesFromAnOperationsCompletionBlock() throws {
+    let heard = Shared<[String]>([])
+    let delegate = PushDelegate(heard: heard)
+    let recorder = try simulate(
+        "0s launch\n1s background\n10s push {\"aps\": {\"content-available\": 1}}\n20s push {\"aps\": {}}", [
+            swiftPlugin("p") { context in UIApplication.adopt(delegate, in: context) }
+        ])
+    #expect(heard.value == ["registered true", "fetched"])
+    #expect(lines(recorder, only: ["pushCompleted"]) == [
+        "10 pushCompleted plugin=p result=newData", "20 pushCompleted plugin=p result=noData",
+    ])
+}
