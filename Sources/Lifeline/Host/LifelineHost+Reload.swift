@@ -207,6 +207,8 @@ extension LifelineHost {
         var slots: Set<Int> = []
         for descriptor in starting {
             guard session.isRunning else { return }
+            // What lives in the state dir survives, under the quotas its plugin.toml gives now.
+            parts.stores.setQuotas(.init(store: descriptor.storeQuota, files: descriptor.filesQuota), for: descriptor.name)
             if let message = load(descriptor) {
                 loadFailed(descriptor, message)
             } else {

@@ -22,8 +22,8 @@ public final class PluginFiles {
     public static let defaultQuota = 64 * 1024 * 1024
 
     public let plugin: String
-    /// Bytes the plugin's files folder may hold.
-    public let quota: Int
+    /// Bytes the plugin's files folder may hold; a reload sets the changed plugin.toml's.
+    public internal(set) var quota: Int
     /// The plugin's files folder.
     let root: String
 

@@ -14,8 +14,8 @@ import GRDB
 /// Threading: main executor only.
 public final class PluginStore {
     public let plugin: String
-    /// Bytes of keys and values the plugin may keep.
-    public let quota: Int
+    /// Bytes of keys and values the plugin may keep; a reload sets the changed plugin.toml's.
+    public internal(set) var quota: Int
     private let database: StateDatabase
     /// Bytes the committed rows use; read from the database on first need, then kept up to date.
     private var committedUsage: Int?

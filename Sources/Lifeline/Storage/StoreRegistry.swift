@@ -5,7 +5,7 @@
 final class StoreRegistry {
     private let database: StateDatabase?
     /// Each plugin's quotas (plugin.toml's `[limits]`), by name; nil: the default.
-    private let quotas: [String: Quotas]
+    private var quotas: [String: Quotas]
     private var stores: [String: PluginStore] = [:]
     private var files: [String: PluginFiles] = [:]
 
@@ -18,6 +18,14 @@ final class StoreRegistry {
     init(database: StateDatabase?, quotas: [String: Quotas]) {
         self.database = database
         self.quotas = quotas
+    }
+
+    /// A reload's new generation brings its plugin.toml's quotas: the store and files already
+    /// made take them at once (the old generation's too, since both are one plugin's data).
+    func setQuotas(_ new: Quotas, for plugin: String) {
+        quotas[plugin] = new
+        stores[plugin]?.quota = new.store ?? PluginStore.defaultQuota
+        files[plugin]?.quota = new.files ?? PluginFiles.defaultQuota
     }
 
     /// The plugin's store; throws when the host has no state dir.

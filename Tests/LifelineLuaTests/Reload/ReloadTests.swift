@@ -14,13 +14,13 @@ private final class Reloading {
     let host: LifelineHost
     var refused: [Lifecycle.TransitionError] = []
 
-    init(_ sources: [String: String], profile: Profile = .ios13) throws {
+    init(_ sources: [String: String], profile: Profile = .ios13, manifest: String = Reloading.manifest) throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("lifeline-reload-\(UUID().uuidString)").path
         folder = root + "/plugins"
         stateFolder = root + "/state"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let folder = folder
-        for (name, source) in sources { try Self.write(folder, name, source) }
+        for (name, source) in sources { try Self.write(folder, name, source, manifest: manifest) }
         // Info lines reach the report: the plugins' prints are what these tests read.
         var configuration = HostConfiguration(profile: profile, logger: Logger(label: "t") { _ in LogLines() })
         configuration.database = try StateDatabase.open(stateDirectory: stateFolder)
@@ -34,12 +34,13 @@ private final class Reloading {
         try? FileManager.default.removeItem(atPath: (folder as NSString).deletingLastPathComponent)
     }
 
-    static func write(_ folder: String, _ name: String, _ source: String) throws {
+    /// Every plugin here may schedule the task "r".
+    static let manifest = "[background]\nidentifiers = [\"r\"]\n"
+
+    static func write(_ folder: String, _ name: String, _ source: String, manifest: String = manifest) throws {
         try FileManager.default.createDirectory(atPath: folder + "/" + name, withIntermediateDirectories: true)
         try source.write(toFile: folder + "/" + name + "/init.lua", atomically: true, encoding: .utf8)
-        // Every plugin here may schedule the task "r".
-        try "[background]\nidentifiers = [\"r\"]\n".write(
-            toFile: folder + "/" + name + "/plugin.toml", atomically: true, encoding: .utf8)
+        try manifest.write(toFile: folder + "/" + name + "/plugin.toml", atomically: true, encoding: .utf8)
     }
 
     /// Edits a plugin's init.lua at `seconds`, between two steps.
@@ -258,6 +259,23 @@ private func talker(_ version: String) -> String {
         #expect(lines.contains("3 taskEnded plugin=a task=1 expired=true"), "\(lines)")
         #expect(lines.contains("8 unloaded plugin=a ended=[]"), "\(lines)")
         #expect(run.host.state == .suspended)
+    }
+
+    @Test func aChangedPluginToml_bringsItsNewStoreAndFilesQuotas() throws {
+        let source = """
+            print("store " .. tostring(pcall(lifeline.store.set, "big", string.rep("x", 2000))))
+            print("files " .. tostring(pcall(lifeline.files.write, "big.txt", string.rep("x", 2000))))
+            """
+        func limits(_ size: String) -> String { "[limits]\nstore = \"\(size)\"\nfiles = \"\(size)\"\n" }
+        let run = try Reloading(["a": source], manifest: limits("1KiB"))
+        run.at(0, .launch)
+        run.executor.schedule(at: .seconds(1)) { [folder = run.folder] in
+            try? Reloading.write(folder, "a", source, manifest: limits("1MiB"))
+        }
+        run.reload(at: 2)
+        run.run(until: 3)
+        #expect(run.outcomes.first?.changed == ["a"])
+        #expect(run.logs("a") == ["store false", "files false", "store true", "files true"], "\(run.logs("a"))")
     }
 
     @Test func aScheduledTaskUnderWay_expiresWithItsGeneration_andTheNewOneRegistersItsOwnHandler() throws {
