@@ -46,7 +46,7 @@ extension NativeAPI {
         api.file_read = { token, name, nameLength, data, length in
             NativeAPI.call(token, "file_read") { _, context throws(NativeError) in
                 let name = try NativeAPI.text(name, nameLength, "the file's name")
-                let files = try NativeAPI.files(context)
+                let files = try NativeAPI.files(context, naming: name)
                 let found: [UInt8]?
                 do throws(PluginCallError) { found = try files.read(name) } catch { throw NativeError(LIFELINE_ERR_IO, error.message) }
                 guard let found else { throw NativeError(LIFELINE_ERR_NOT_FOUND, "no file '\(NativeAPI.printable(name))'") }
@@ -57,14 +57,14 @@ extension NativeAPI {
             NativeAPI.call(token, "file_write") { _, context throws(NativeError) in
                 let name = try NativeAPI.text(name, nameLength, "the file's name")
                 let bytes = try NativeAPI.bytes(data, length, "the data")
-                let files = try NativeAPI.files(context)
+                let files = try NativeAPI.files(context, naming: name)
                 do throws(PluginCallError) { try files.write(name, bytes: bytes) } catch { throw NativeError(LIFELINE_ERR_REFUSED, error.message) }
             }
         }
         api.file_remove = { token, name, nameLength in
             NativeAPI.call(token, "file_remove") { _, context throws(NativeError) in
                 let name = try NativeAPI.text(name, nameLength, "the file's name")
-                let files = try NativeAPI.files(context)
+                let files = try NativeAPI.files(context, naming: name)
                 let removed: Bool
                 do throws(PluginCallError) { removed = try files.remove(name) } catch { throw NativeError(LIFELINE_ERR_IO, error.message) }
                 guard removed else { throw NativeError(LIFELINE_ERR_NOT_FOUND, "no file '\(NativeAPI.printable(name))'") }
@@ -88,6 +88,14 @@ extension NativeAPI {
 
     private static func files(_ context: PluginContext) throws(NativeError) -> PluginFiles {
         do throws(PluginCallError) { return try context.files() } catch { throw NativeError(LIFELINE_ERR_IO, error.message) }
+    }
+
+    /// The files folder, once `name` is one its rules allow: a refused name ("..", empty, a NUL,
+    /// a link out) is REFUSED for every call, as for a write, and never reads as a failed folder.
+    private static func files(_ context: PluginContext, naming name: String) throws(NativeError) -> PluginFiles {
+        let files = try files(context)
+        do throws(PluginCallError) { try files.checkName(name) } catch { throw NativeError(LIFELINE_ERR_REFUSED, error.message) }
+        return files
     }
 
     /// A key or a name for a message: NULs shown as \0.

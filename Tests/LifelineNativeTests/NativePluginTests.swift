@@ -226,6 +226,31 @@ import Testing
             ])
     }
 
+    /// A file name the folder's rules refuse is REFUSED for every file call, as for a write: it
+    /// used to read as a failed folder (IO) for file_read and file_remove.
+    @Test func aRefusedFileName_isRefused_forReadRemoveAndWriteAlike() throws {
+        let plugin = try NativeBuild.plugin(
+            "names",
+            """
+            INIT {
+                const char *got;
+                size_t len;
+                for (int i = 0; i < 4; i++) {
+                    static const char *const names[] = {"..", "", "a\\0b", "/etc/passwd"};
+                    static const size_t lengths[] = {2, 0, 3, 11};
+                    int read = api->file_read(self, names[i], lengths[i], &got, &len);
+                    int removed = api->file_remove(self, names[i], lengths[i]);
+                    int written = api->file_write(self, names[i], lengths[i], S("x"));
+                    say(self, "%d %d %d", read, removed, written);
+                }
+                int missing = api->file_read(self, S("nothing-here"), &got, &len);
+                say(self, "%d", missing);
+                return LIFELINE_OK;
+            }
+            """)
+        #expect(logs(try run("0s launch\n1s terminate", [plugin])) == ["5 5 5", "5 5 5", "5 5 5", "5 5 5", "4"])
+    }
+
     // MARK: - Strings, the store, files
 
     @Test func nulBytes_inKeysValuesFileNamesAndLogLines_crossBothWays() throws {

@@ -69,6 +69,12 @@ public final class PluginFiles {
         try folder.replace(leaf, with: bytes)
     }
 
+    /// Throws when `name` breaks the names' rules (`TransferPath.resolve`), touching no file: for
+    /// callers that tell a refused name from a folder that failed (the native api's statuses).
+    public func checkName(_ name: String) throws(FileError) {
+        _ = try TransferPath.resolve(name, in: root)
+    }
+
     /// The content of `name`, or nil when no file has that name.
     public func read(_ name: String) throws(FileError) -> [UInt8]? {
         guard case .bytes(let bytes) = try read(name, limit: .max) else { return nil }
