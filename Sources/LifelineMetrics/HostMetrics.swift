@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Lifeline
 import LifelineLua
@@ -152,9 +155,36 @@ public final class HostMetrics: Sendable {
             ].filter(\.2)
         }
         for (family, type, _) in empty {
-            page += Array("# HELP \(family.name) \(family.helpText ?? "")\n# TYPE \(family.name) \(type)\n".utf8)
+            // The table is read after the registry wrote the page: a series made or removed in
+            // between (a reading on the main executor) may leave the page and the table apart.
+            // The page is what counts, so a family it already has is not written twice.
+            let typeLine = Array("# TYPE \(family.name) \(type)\n".utf8)
+            guard !Self.contains(page, typeLine) else { continue }
+            page += Array("# HELP \(family.name) \(family.helpText ?? "")\n".utf8) + typeLine
         }
         return page
+    }
+
+    /// Whether `page` holds `line` at the start of one of its lines. It jumps from `#` to `#`
+    /// (memchr), which only the HELP and TYPE lines start with, so it is quick on a long page.
+    static func contains(_ page: [UInt8], _ line: [UInt8]) -> Bool {
+        page.withUnsafeBytes { haystack in
+            line.withUnsafeBytes { needle in
+                guard let base = haystack.baseAddress, let want = needle.baseAddress, needle.count > 0 else { return false }
+                var at = 0
+                while at + needle.count <= haystack.count {
+                    guard let hash = memchr(base + at, Int32(UInt8(ascii: "#")), haystack.count - at) else { return false }
+                    let offset = base.distance(to: UnsafeRawPointer(hash))
+                    if (offset == 0 || haystack[offset - 1] == UInt8(ascii: "\n")), offset + needle.count <= haystack.count,
+                        memcmp(base + offset, want, needle.count) == 0
+                    {
+                        return true
+                    }
+                    at = offset + 1
+                }
+                return false
+            }
+        }
     }
 
     // MARK: - Handler calls
@@ -324,17 +354,17 @@ public final class HostMetrics: Sendable {
     private func setGauges(
         _ values: [String: Int], _ table: WritableKeyPath<Tables, [String: Gauge]>, _ family: MetricNameDescriptor
     ) {
-        let (gauges, gone) = tables.withLock { tables in
+        let gauges = tables.withLock { tables in
             for plugin in values.keys where tables[keyPath: table][plugin] == nil {
                 tables[keyPath: table][plugin] = registry.makeGauge(descriptor: family, labels: [("plugin", plugin)])
             }
-            var gone: [Gauge] = []
+            // Under the lock, as series are made: `page()` then never sees a family that the
+            // registry still has and the table no longer does (its HELP and TYPE twice).
             for plugin in tables[keyPath: table].keys where values[plugin] == nil {
-                if let gauge = tables[keyPath: table].removeValue(forKey: plugin) { gone.append(gauge) }
+                if let gauge = tables[keyPath: table].removeValue(forKey: plugin) { registry.unregisterGauge(gauge) }
             }
-            return (tables[keyPath: table], gone)
+            return tables[keyPath: table]
         }
-        for gauge in gone { registry.unregisterGauge(gauge) }
         for (plugin, gauge) in gauges { gauge.set(to: Double(values[plugin] ?? 0)) }
     }
 }

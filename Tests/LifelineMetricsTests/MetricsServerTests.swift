@@ -148,6 +148,18 @@ import Testing
         #expect(page.types["lifeline_plugin_memory_bytes"] == "gauge")
     }
 
+    @Test func aFamilyTheRegistryHasAlready_isNotWrittenTwice() throws {
+        // As when a reading adds a family's first series between the registry's page and the
+        // look at the tables: the page has the family, so no second HELP and TYPE are added.
+        let metrics = HostMetrics()
+        metrics.registry.makeGauge(name: "lifeline_plugin_memory_bytes", labels: [("plugin", "x")]).set(to: 7)
+        let text = String(decoding: metrics.page(), as: UTF8.self)
+        let page = try PrometheusText(text)
+        #expect(page.value("lifeline_plugin_memory_bytes", ["plugin": "x"]) == 7)
+        #expect(text.components(separatedBy: "# TYPE lifeline_plugin_memory_bytes gauge\n").count == 2)
+        #expect(page.types["lifeline_http_requests_total"] == "counter")
+    }
+
     @Test func aPluginThatIsGone_losesItsGaugeSeries_andKeepsItsCounters() throws {
         let metrics = HostMetrics()
         func read(_ sources: [String: String]) throws {
