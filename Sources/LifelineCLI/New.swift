@@ -91,7 +91,13 @@ struct New: ParsableCommand {
             writeLine("created \(folder)/")
             for file in files.map(\.path).sorted() { writeLine("  \(file)") }
             if native {
-                guard try NewPlugin.build(folder, name: name) else { return 70 }
+                switch try NewPlugin.build(folder, name: name) {
+                case .built: break
+                case .failed: return 70
+                case .noCompiler:
+                    // Nothing to test yet: the library is built first, with the command just printed.
+                    next = ["make -C \(shellQuoted(folder)), then " + next[0]]
+                }
             }
             writeLine("next: \(next[0])")
             for line in next.dropFirst() { writeLine("      \(line)") }
@@ -308,16 +314,18 @@ enum NewPlugin {
         return error.localizedDescription
     }
 
+    enum Build { case built, noCompiler, failed }
+
     /// Builds a new native plugin with its Makefile, against this binary's header, printing what
     /// it runs; without make, with the Makefile's own cc command (a machine may have a compiler
     /// and no make). Without cc it says so and prints the command: the files are written, and
-    /// that is not a failure. A build that fails is (false): the template must build.
-    static func build(_ folder: String, name: String) throws(LifelineError) -> Bool {
+    /// that is not a failure. A build that fails is `.failed`: the template must build.
+    static func build(_ folder: String, name: String) throws(LifelineError) -> Build {
         let compiler = ProcessInfo.processInfo.environment["CC"] ?? "cc"
         guard let cc = executable(named: compiler) else {
             writeLine("no \(compiler) found to build it: with a C compiler, run")
             writeLine("  make -C \(shellQuoted(folder))")
-            return true
+            return .noCompiler
         }
         let command: [String]
         if let make = executable(named: "make") {
@@ -346,9 +354,9 @@ enum NewPlugin {
                 Data(
                     "lifeline: the build of '\(folder)' failed (exit \(process.terminationStatus)); its files are written\n"
                         .utf8))
-            return false
+            return .failed
         }
-        return true
+        return .built
     }
 
     /// The path of an executable on PATH (or `name` itself when it holds a `/`).

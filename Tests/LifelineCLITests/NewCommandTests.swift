@@ -193,6 +193,18 @@ import Testing
         #expect(try make().contains("notes.c -o notes.so"))
     }
 
+    /// Without a compiler the files are written (exit 0) and the next step printed is the build,
+    /// not a `lifeline test` that would fail for want of the library.
+    @Test func native_withoutACompiler_saysToBuildFirst() throws {
+        let ws = try Workspace()
+        let made = try CLI.run(
+            ["new", "notes", "--native", "--dir", ws.plugins], environment: ["CC": "no-such-cc-here"])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(made.stdout.contains("no no-such-cc-here found to build it"), "\(made.stdout)")
+        #expect(made.stdout.hasSuffix("next: make -C \(ws.plugins)/notes, then lifeline test \(ws.plugins)\n"), "\(made.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: ws.plugins + "/notes/notes.so"))
+    }
+
     @Test func existingFolder_isExit73_andLeftAsItWas() throws {
         let ws = try Workspace()
         // A folder with files, an empty folder, and a file of the name.
