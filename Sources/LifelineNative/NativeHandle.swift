@@ -94,10 +94,18 @@ final class CBuffer {
     func set(_ bytes: some Collection<UInt8>) {
         pointer.deallocate()
         pointer = .allocate(capacity: bytes.count + 1)
-        var i = 0
-        for byte in bytes {
-            pointer[i] = CChar(bitPattern: byte)
-            i += 1
+        // One copy for contiguous bytes (a file's, a value's): a byte loop took seconds for tens
+        // of MiB in a debug build, time a handler's watchdog window counts.
+        let copied: Int? = bytes.withContiguousStorageIfAvailable { buffer in
+            if let base = buffer.baseAddress { UnsafeMutableRawPointer(pointer).copyMemory(from: base, byteCount: buffer.count) }
+            return buffer.count
+        }
+        var i = copied ?? 0
+        if copied == nil {
+            for byte in bytes {
+                pointer[i] = CChar(bitPattern: byte)
+                i += 1
+            }
         }
         pointer[i] = 0
         count = i
