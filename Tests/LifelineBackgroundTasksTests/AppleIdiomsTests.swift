@@ -297,3 +297,27 @@ private final class PushDelegate: NSObject, UIApplicationDelegate {
         "10 pushCompleted plugin=p result=newData", "20 pushCompleted plugin=p result=noData",
     ])
 }
+
+@Test func registeringTwice_isRefused_andCancellingARunningTasksIdentifier_leavesItRunning() throws {
+    let heard = Shared<[String]>([])
+    let logs = Shared<[String]>([])
+    let recorder = try simulate("0s launch\n1s background", [
+        plugin { _ in
+            let first = BGTaskScheduler.shared.register(forTaskWithIdentifier: refreshID, using: nil) { task in
+                // iOS cancels pending requests only; the running task is the app's to complete.
+                BGTaskScheduler.shared.cancel(taskRequestWithIdentifier: refreshID)
+                BGTaskScheduler.shared.cancelAllTaskRequests()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 2) { task.setTaskCompleted(success: true) }
+            }
+            let second = BGTaskScheduler.shared.register(forTaskWithIdentifier: refreshID, using: nil) { _ in heard.append("second ran") }
+            heard.append("\(first) \(second)")
+            try BGTaskScheduler.shared.submit(BGAppRefreshTaskRequest(identifier: refreshID))
+        }
+    ], logger: capturingLogger(logs))
+    #expect(heard.value == ["true false"])
+    #expect(lines(recorder, only: ["systemTaskStarted", "systemTaskCompleted", "systemTaskCancelled"]) == [
+        "1 systemTaskStarted plugin=p identifier=com.example.app.refresh kind=refresh task=1",
+        "3 systemTaskCompleted plugin=p identifier=com.example.app.refresh kind=refresh task=1 success=true",
+    ])
+    #expect(lines(recorder, only: ["log"]).contains { $0.contains("could not register 'com.example.app.refresh'") })
+}
