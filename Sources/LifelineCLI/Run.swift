@@ -101,7 +101,9 @@ struct Run: ParsableCommand {
             live.controlTimeout = ctlTimeout
             live.serviceNotifier = ServiceNotifier()
             hostMetrics?.countEarlierTerminations(inReports: live.setup.stateDirectory! + "/reports")
-            if let record { live.recording = try RunRecording(path: record, profile: setup.profile) }
+            if let record {
+                live.recording = try RunRecording(path: record, profile: setup.profile, taskPolicy: setup.taskPolicy ?? .earliest)
+            }
             live.onUnstoppableLoad = exitWithError
             // Bound before the plugins launch: a port in use ends the run at once (exit 69).
             let server = try hostMetrics.map { hostMetrics throws(LifelineError) in

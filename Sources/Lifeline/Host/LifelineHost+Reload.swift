@@ -13,6 +13,8 @@ public struct ReloadOutcome: Sendable, Equatable {
     public var removed: [String] = []
     /// How many plugins kept their state.
     public var unchanged = 0
+    /// Plugins that passed the check but failed to load for real, and were skipped.
+    public var skipped: [String] = []
     /// Why the reload changed nothing, with `file:line` where the plugin's error has one; nil when
     /// it was applied.
     public var failure: String?
@@ -25,6 +27,7 @@ public struct ReloadOutcome: Sendable, Equatable {
         if !added.isEmpty { parts.append("\(added.joined(separator: ", ")) added") }
         if !removed.isEmpty { parts.append("\(removed.joined(separator: ", ")) removed") }
         parts.append("\(unchanged) unchanged")
+        if !skipped.isEmpty { parts.append("\(skipped.joined(separator: ", ")) skipped: failed to load") }
         return parts.joined(separator: ", ")
     }
 }
@@ -99,19 +102,19 @@ extension LifelineHost {
         recordReload(outcome)
         // Not running: the next launch loads the new plugins.
         guard session.isRunning else { return outcome }
-        // A fresh budget (waking a suspended app gives one) before the old generations expire:
-        // starting a budget clears the tasks' expiring marks, and a retired task keeps its own, so
-        // that it ends `expired: true` at the deadline.
+        // A fresh budget (waking a suspended app gives one) before the old generations expire,
+        // and one that keeps the marks of tasks already expiring (an earlier reload's), so each
+        // retired task ends `expired: true` at its deadline and hears its handler once.
         if lifecycle.state == .suspended {
             resume(reason: "reload")
         } else if lifecycle.state == .background {
-            parts.tasks.startBudget()
+            parts.tasks.refreshBudget()
         }
         for name in outcome.changed + outcome.removed {
             if let ref = session.plugin(named: name) { retire(ref) }
             guard session.isRunning else { return outcome }
         }
-        launchGeneration(starting)
+        outcome.skipped = launchGeneration(starting)
         return outcome
     }
 
@@ -200,17 +203,27 @@ extension LifelineHost {
         parts.waits.abandon(plugin: ref.slot)
     }
 
-    /// Loads the new generations into the running app and brings them to its state.
-    private func launchGeneration(_ starting: [PluginDescriptor]) {
+    /// Loads the new generations into the running app and brings them to its state; the names
+    /// of those that failed to load.
+    private func launchGeneration(_ starting: [PluginDescriptor]) -> [String] {
         let state = lifecycle.state
         session.beginReloadLaunch()
         var slots: Set<Int> = []
+        var skipped: [String] = []
         for descriptor in starting {
-            guard session.isRunning else { return }
+            guard session.isRunning else { return skipped }
             // What lives in the state dir survives, under the quotas its plugin.toml gives now.
             parts.stores.setQuotas(.init(store: descriptor.storeQuota, files: descriptor.filesQuota), for: descriptor.name)
             if let message = load(descriptor) {
-                loadFailed(descriptor, message)
+                // It passed the check, but failed here (its code read the real store, where the
+                // check's was empty): the old generation is gone already, so the run goes on
+                // without it, as `run` skips a plugin that fails at its launch, and the next
+                // reload loads it again.
+                fingerprints[descriptor.name] = nil
+                logger.error("plugin '\(descriptor.name)' skipped by the reload: \(message)")
+                recorder.notePluginError()
+                recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")
+                skipped.append(descriptor.name)
             } else {
                 slots.insert(session.plugins.count - 1)
                 recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "loaded")
@@ -220,6 +233,7 @@ extension LifelineHost {
         session.finishLaunching()
         if state == .active { notify(slots, .didBecomeActive, state: .active) }
         if session.appRunning { session.show(state) }
+        return skipped
     }
 
     /// Sends a lifecycle notification to the handlers of the plugins in `slots` only.

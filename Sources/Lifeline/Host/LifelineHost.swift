@@ -281,6 +281,8 @@ public final class LifelineHost: HostRequestHandler {
         } catch {
             return error.message
         }
+        // A reload's retiring generation of this plugin may hold tasks: a failed load takes only its own.
+        let older = parts.tasks.activeIDs(of: descriptor.name)
         let ref = session.nextRef(name: descriptor.name)
         let context = PluginContext(parts: parts, ref: ref)
         session.add(
@@ -294,10 +296,10 @@ public final class LifelineHost: HostRequestHandler {
         case .ok, .terminated:
             return nil
         case .raised(let message, let traceback):
-            unload(index)
+            unload(index, keepingTasks: older)
             return traceback.isEmpty ? message : message + "\n" + traceback
         case .overran:
-            unload(index)
+            unload(index, keepingTasks: older)
             return GuardedCaller.loadOverrunMessage(descriptor.name, limit: window.limit)
         }
     }
@@ -322,13 +324,14 @@ public final class LifelineHost: HostRequestHandler {
     }
 
     /// Takes a plugin that failed to load out of this launch: its subscriptions, timers and
-    /// expiration handlers go with it, and so do its tasks, so none is left dangling.
-    func unload(_ index: Int) {
+    /// expiration handlers go with it, and so do its tasks, so none is left dangling; `older`
+    /// are tasks of the plugin's retiring generation, which end with it.
+    func unload(_ index: Int, keepingTasks older: [Int] = []) {
         let plugin = session.plugins[index]
         session.unload(plugin.ref)
         parts.timers.cancel(plugin: index)
         parts.subscriptions.remove(plugin: index)
-        parts.tasks.remove(plugin: plugin.ref.name)
+        parts.tasks.remove(plugin: plugin.ref.name, keeping: older)
         parts.system.remove(plugin.ref)
         plugin.code.close()
         contexts[index].cancelSwiftTasks()

@@ -122,9 +122,10 @@ final class TaskRuntime {
         }
     }
 
-    /// Drops a plugin's tasks without recording their end (it failed to load).
-    func remove(plugin name: String) {
-        for task in tasks.active where task.plugin == name {
+    /// Drops a plugin's tasks without recording their end (it failed to load), but those in
+    /// `older`: its retiring generation's, which end with that generation.
+    func remove(plugin name: String, keeping older: [Int] = []) {
+        for task in tasks.active where task.plugin == name && !older.contains(task.id) {
             _ = tasks.end(id: task.id)
             expirationHandlers.remove(task.id)
             watchers[task.id] = nil
@@ -151,6 +152,14 @@ final class TaskRuntime {
             session.executor.schedule(at: period.expiresAt) { [unowned self] in expirationMoment() },
             session.executor.schedule(at: period.endsAt) { [unowned self] in budgetRanOut() },
         ]
+    }
+
+    /// A fresh budget in the background (a reload), where a task whose expiration was signalled
+    /// keeps that mark: a retiring generation's tasks end `expired`, and no handler is called twice.
+    func refreshBudget() {
+        let marked = tasks.active.filter(\.expiring).map(\.id)
+        startBudget()
+        for id in marked { _ = tasks.expireLate(id: id) }
     }
 
     /// The app left the background: no budget any more.

@@ -37,8 +37,10 @@ public final class RunRecording: @unchecked Sendable {
     private var lifecycle = Lifecycle()
 
     /// Creates (or empties) the file at `path` and writes its header: where it came from, then
-    /// the profile the run used, as `profile` and `limit` lines (none for ios13 as it is).
-    public init(path: String, profile: Profile) throws(LifelineError) {
+    /// the profile the run used, as `profile` and `limit` lines (none for ios13 as it is), and a
+    /// `task-policy` line unless the policy is the default, so the replay runs scheduled tasks
+    /// when the live run did.
+    public init(path: String, profile: Profile, taskPolicy: TaskPolicy = .earliest) throws(LifelineError) {
         self.path = path
         // O_APPEND: after a rotator's truncation, lines go to the new end, not past a hole.
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
@@ -58,6 +60,7 @@ public final class RunRecording: @unchecked Sendable {
         let stamp = ISO8601DateFormatter().string(from: Date())
         header = "\(Self.headerStart) at \(stamp); replay it with lifeline simulate --scenario\n"
             + ScenarioText.lines(naming: profile).map { $0 + "\n" }.joined()
+            + (taskPolicy == .earliest ? "" : "task-policy \(taskPolicy)\n")
         write(header)
     }
 

@@ -261,6 +261,40 @@ private func talker(_ version: String) -> String {
         #expect(run.host.state == .suspended)
     }
 
+    @Test func aLoadThatFailsAfterTheCheckPassed_skipsThePlugin_andLeavesTheOlderGenerationsTasksToEndAsExpired() throws {
+        // The check's store is empty; the real one says this plugin has loaded twice already.
+        let source = """
+            local v = lifeline.store.get("gen") or 0
+            if v >= 2 then error("the store says " .. v) end
+            lifeline.store.set("gen", v + 1)
+            lifeline.on("didEnterBackground", function()
+              lifeline.beginBackgroundTask("keep", function() print("expiring " .. (v + 1)) end)
+            end)
+            """
+        let run = try Reloading(["a": source, "b": "print('b')"], profile: profile { $0.expirationHandlerLimit = 5 })
+        run.at(0, .launch)
+        run.at(1, .background)
+        run.reload(at: 2, all: true)
+        run.reload(at: 3, all: true)
+        run.reload(at: 4)
+        run.run(until: 20)
+        let lines = run.lines
+        // One expiration handler for task 1, though two reloads came while it ran.
+        #expect(run.logs("a") == ["expiring 1"], "\(lines)")
+        #expect(lines.contains("7 taskEnded plugin=a task=1 expired=true"), "\(lines)")
+        #expect(lines.contains("7 unloaded plugin=a ended=[1]"), "\(lines)")
+        #expect(run.host.loadError == nil)
+        #expect(run.host.recorder.termination == nil)
+        // The run goes on without it, and its exit code says a plugin failed.
+        #expect(run.host.recorder.pluginErrorCount == 2)
+        #expect(run.host.recorder.exitCode == 1)
+        #expect(run.outcomes[1].skipped == ["a"])
+        #expect(run.outcomes[1].summary == "a, b changed, 0 unchanged, a skipped: failed to load")
+        // It is loaded again by the next reload, though its files did not change.
+        #expect(run.outcomes.last?.changed == ["a"])
+        #expect(run.outcomes.last?.unchanged == 1)
+    }
+
     @Test func aChangedPluginToml_bringsItsNewStoreAndFilesQuotas() throws {
         let source = """
             print("store " .. tostring(pcall(lifeline.store.set, "big", string.rep("x", 2000))))

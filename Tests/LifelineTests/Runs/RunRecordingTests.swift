@@ -179,4 +179,15 @@ import Glibc
         #expect(file == "my run #1 100%.scenario.d/1.body")
         #expect(try String(contentsOfFile: folder + "/" + file, encoding: .utf8) == "abc")
     }
+
+    @Test func aTaskPolicyAFlagSet_isATaskPolicyLine_soTheReplayRunsScheduledTasksAsLive() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for policy in [TaskPolicy.manual, .delayed(900), .earliest] {
+            _ = try RunRecording(path: folder + "/r.scenario", profile: .ios13, taskPolicy: policy)
+            let scenario = try Scenario.parse(try text(folder + "/r.scenario"), fileName: "r.scenario")
+            #expect((scenario.taskPolicy ?? .earliest) == policy)
+        }
+    }
 }
