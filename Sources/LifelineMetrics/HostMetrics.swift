@@ -15,8 +15,9 @@ import Synchronization
 ///   terminations, plugin errors, HTTP answers, transfers, reloads;
 /// - `noteHandlerCall(plugin:handler:seconds:)` from `HostConfiguration.onHandlerCall`, on the main
 ///   executor, after every call into plugin code;
-/// - `read(_:)` at scrape time, on the main executor between two jobs (`LiveRun.onMainExecutor`):
-///   the app's state, the background tasks, the time left, the plugins' memory.
+/// - `reading(of:)` at scrape time, on the main executor between two jobs (`LiveRun.onMainExecutor`),
+///   then `apply(_:)` on another thread: the app's state, the background tasks, the time left, the
+///   plugins' memory.
 ///
 /// Labels are bounded: plugin names, and kinds from closed sets (event kinds, termination kinds,
 /// HTTP status classes and failure kinds, transfer states). A URL, a task's name or a queue's name
@@ -37,6 +38,8 @@ public final class HostMetrics: Sendable {
     private let reloads: [String: Counter]
     private let transferGauges: [(TransferState, Gauge)]
     private let tables = Mutex(Tables())
+    /// Held while a reading goes on the page.
+    private let applying = Mutex(())
 
     /// The series made so far, by their labels, and the transfers under way.
     private struct Tables {
@@ -327,26 +330,52 @@ public final class HostMetrics: Sendable {
 
     // MARK: - Readings at scrape time
 
-    /// Reads what only the host knows now: its state, each plugin's tasks and memory, the
-    /// background time left. Main executor only (`LiveRun.onMainExecutor`).
-    public func read(_ host: LifelineHost) {
-        let state = host.state
-        for (s, gauge) in appStates { gauge.set(to: s == state ? 1 : 0) }
-        timeRemaining.set(to: host.backgroundTimeRemaining)
-        var tasks: [String: Int] = [:]
-        var memory: [String: Int] = [:]
+    /// What only the host knows, taken on the main executor as plain values (`reading(of:)`) and
+    /// put on the page elsewhere (`apply`): the app's state, the background time left, and each
+    /// plugin's tasks and memory.
+    public struct Reading: Sendable {
+        public var state: AppState
+        public var timeRemaining: Double
+        /// The plugins the host runs, retiring generations included.
+        public var plugins: [String]
+        /// Background tasks by plugin, 0 for a plugin that holds none.
+        public var tasks: [String: Int]
+        /// Bytes by Lua plugin; Swift plugins have no cap and no count.
+        public var memory: [String: Int]
+    }
+
+    /// Reads the host now. Main executor only (`LiveRun.onMainExecutor`). It makes no series and
+    /// takes no lock of the page's: making a plugin's first series copies its family's table
+    /// (swift-prometheus), which with a thousand plugins is the main executor's time to spare.
+    public static func reading(of host: LifelineHost) -> Reading {
+        var reading = Reading(
+            state: host.state, timeRemaining: host.backgroundTimeRemaining, plugins: [], tasks: [:], memory: [:])
         for (name, code) in host.pluginCodes {
-            tasks[name] = 0
+            reading.plugins.append(name)
+            reading.tasks[name] = 0
+            if let lua = code as? LuaPlugin { reading.memory[name, default: 0] += lua.memoryUsed }
+        }
+        for task in host.activeTasks { reading.tasks[task.plugin, default: 0] += 1 }
+        return reading
+    }
+
+    /// Puts `reading` on the page: makes the series it needs, drops those of plugins gone, sets
+    /// the values. Any thread; one reading at a time, so an older one never lands after a newer.
+    public func apply(_ reading: Reading) {
+        applying.withLock { _ in
+            for (s, gauge) in appStates { gauge.set(to: s == reading.state ? 1 : 0) }
+            timeRemaining.set(to: reading.timeRemaining)
             // Each plugin's error counter is on the page from the start, at 0, as a counter
             // should be: a query for a rise then sees the first error.
-            _ = pluginErrorCounter(name)
-            // Lua plugins count their state's bytes; Swift plugins have no cap and no count.
-            if let lua = code as? LuaPlugin { memory[name, default: 0] += lua.memoryUsed }
+            for plugin in reading.plugins { _ = pluginErrorCounter(plugin) }
+            setGauges(reading.tasks, \.backgroundTasks, Family.backgroundTasks)
+            setGauges(reading.memory, \.memory, Family.memory)
         }
-        for task in host.activeTasks { tasks[task.plugin, default: 0] += 1 }
-        setGauges(tasks, \.backgroundTasks, Family.backgroundTasks)
-        setGauges(memory, \.memory, Family.memory)
     }
+
+    /// Reads the host and puts the reading on the page, both on the caller's thread, which must
+    /// be the main executor's. `MetricsServer.reading` reads there and applies on its own side.
+    public func read(_ host: LifelineHost) { apply(Self.reading(of: host)) }
 
     /// Sets one gauge per plugin in `values`. A plugin that was there before and is gone now (a
     /// reload removed it, and its old generation has ended) loses its series: the page lists the

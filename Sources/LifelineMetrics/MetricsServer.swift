@@ -1,3 +1,4 @@
+import Dispatch
 import Lifeline
 import NIOCore
 import NIOHTTP1
@@ -26,12 +27,17 @@ public final class MetricsServer: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channel: any Channel
 
-    /// The refresh of a live run: `metrics.read(host)` on its main executor, between two jobs.
+    /// The refresh of a live run: the host is read on its main executor, between two jobs, and
+    /// the reading goes on the page on another thread, so the main executor spends on a scrape
+    /// only the time it takes to copy a few numbers a plugin.
     public static func reading(_ run: LiveRun, into metrics: HostMetrics) -> Refresh {
         { taken in
             run.onMainExecutor { host in
-                metrics.read(host)
-                taken()
+                let reading = HostMetrics.reading(of: host)
+                DispatchQueue.global().async {
+                    metrics.apply(reading)
+                    taken()
+                }
             }
         }
     }

@@ -148,6 +148,31 @@ import Testing
         #expect(page.types["lifeline_plugin_memory_bytes"] == "gauge")
     }
 
+    @Test func theReadingOnTheMainExecutor_makesNoSeries_theApplyElsewhereDoes() throws {
+        // A thousand plugins' first series cost the registry a copy of its family each; that
+        // work belongs to the scraper's thread, not to the main executor's reading.
+        let metrics = HostMetrics()
+        let sources = Dictionary(uniqueKeysWithValues: (0..<50).map { ("p\($0)", "") })
+        let reading = try Self.withPlugins(sources) { dir in
+            let host = LifelineHost(
+                configuration: HostConfiguration(), plugins: try LuaPluginLoader.descriptors(in: dir),
+                executor: MainExecutor(clock: VirtualClock()), recorder: Recorder(profileName: "ios13", keepsTimeline: false))
+            defer { host.shutdown() }
+            try host.perform(.launch)
+            return HostMetrics.reading(of: host)
+        }
+        var page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+        #expect(page.values("lifeline_background_tasks").isEmpty)
+        #expect(page.values("lifeline_plugin_errors_total").isEmpty)
+        #expect(page.value("lifeline_app_state", ["state": "notRunning"]) == 1)
+        #expect(reading.plugins.count == 50 && reading.memory.count == 50)
+        metrics.apply(reading)
+        page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
+        #expect(page.values("lifeline_background_tasks").count == 50)
+        #expect(page.values("lifeline_plugin_errors_total").count == 50)
+        #expect(page.value("lifeline_app_state", ["state": "active"]) == 1)
+    }
+
     @Test func aFamilyTheRegistryHasAlready_isNotWrittenTwice() throws {
         // As when a reading adds a family's first series between the registry's page and the
         // look at the tables: the page has the family, so no second HELP and TYPE are added.
