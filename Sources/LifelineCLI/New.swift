@@ -147,7 +147,8 @@ enum NewPlugin {
     ) {
         let type = typeName(name)
         let executable = name + "-lifeline"
-        if ["Lifeline", "Self", "Any", "Type", "Protocol", "SwiftPlugin", "PluginContext"].contains(type) {
+        // `String` too: the template's own code names Swift's String, which the class would hide.
+        if ["Lifeline", "Self", "Any", "Type", "Protocol", "SwiftPlugin", "PluginContext", "String"].contains(type) {
             throw .usage(
                 "NAME '\(name)' would make a Swift class '\(type)', which the package's own code needs: choose another")
         }

@@ -346,8 +346,12 @@ import Testing
     @Test func swift_namesSwiftPMOrSwiftWouldRefuse_areExit64() throws {
         let ws = try Workspace()
         // A target Lifeline's package has (HeartbeatPlugin), a package it depends on, a type that
-        // hides the command line's `Lifeline`.
-        for (name, says) in [("heartbeat", "HeartbeatPlugin"), ("swift-nio", "package"), ("lifeline", "Lifeline")] {
+        // hides the command line's `Lifeline`, or Swift's `String`, which the template's code
+        // names (a package named `string` did not compile: "cannot convert Swift.String to
+        // StringPlugin.String").
+        for (name, says) in [
+            ("heartbeat", "HeartbeatPlugin"), ("swift-nio", "package"), ("lifeline", "Lifeline"), ("string", "String"),
+        ] {
             let r = try CLI.run(["new", name, "--swift", "--dir", ws.plugins])
             #expect(r.status == 64, "\(name): \(r.stderr)")
             #expect(r.stderr.contains(says), "\(name): \(r.stderr)")
