@@ -30,7 +30,8 @@ struct New: ParsableCommand {
 
             Exit codes:
               0   written (and, for --native, built)
-              64  bad usage: a NAME that is not a plugin name, --swift with --native
+              64  bad usage: a NAME that is not a plugin name, --swift with --native,
+                  an empty --dir
               70  an internal error, or --native's build failed
               73  DIR/NAME exists already, or cannot be made
             """
