@@ -69,7 +69,9 @@ struct Run: ParsableCommand {
     @OptionGroup var pictures: PictureOptions
 
     func validate() throws {
-        if record == "-" { throw ValidationError("--record takes a file: the answers' bodies go in FILE.d/ beside it") }
+        if record == "-" || record == "" {
+            throw ValidationError("--record takes a file: the answers' bodies go in FILE.d/ beside it")
+        }
         checkWritable(record, "--record")
         guard ctlTimeout > 0, ctlTimeout <= 86_400 else {
             throw ValidationError("--ctl-timeout takes a number of seconds above 0, at most 86400 (a day)")
