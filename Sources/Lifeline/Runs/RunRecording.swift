@@ -27,6 +27,8 @@ public final class RunRecording: @unchecked Sendable {
     private let bodyFolder: String
     private var madeBodyFolder = false
     private var failed = false
+    /// The file held an earlier recording, which the first line written replaces.
+    private var replacePending: Bool
     /// The header's text, written again after a truncation.
     private var header = ""
     /// The bytes this recording has written to the file since it began or was last truncated:
@@ -36,14 +38,18 @@ public final class RunRecording: @unchecked Sendable {
     /// scenario's parser allows there.
     private var lifecycle = Lifecycle()
 
-    /// Creates (or empties) the file at `path` and writes its header: where it came from, then
-    /// the profile the run used, as `profile` and `limit` lines (none for ios13 as it is), and a
-    /// `task-policy` line unless the policy is the default, so the replay runs scheduled tasks
-    /// when the live run did.
+    /// Creates the file at `path` and writes its header: where it came from, then the profile the
+    /// run used, as `profile` and `limit` lines (none for ios13 as it is), and a `task-policy`
+    /// line unless the policy is the default, so the replay runs scheduled tasks when the live
+    /// run did. A file that exists is replaced by the first line the run writes, not here: a run
+    /// that cannot start (its state dir serves another run) leaves an earlier recording whole.
     public init(path: String, profile: Profile, taskPolicy: TaskPolicy = .earliest) throws(LifelineError) {
         self.path = path
+        var existing = stat()
+        let replace = stat(path, &existing) == 0 && existing.st_size > 0
+        replacePending = replace
         // O_APPEND: after a rotator's truncation, lines go to the new end, not past a hole.
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (replace ? 0 : O_TRUNC), 0o644)
         // Exit 70, as for any output file that cannot be written (--report, --html).
         guard fd >= 0 else {
             throw .internalError("cannot write the recording '\(path)': \(String(cString: strerror(errno)))")
@@ -61,7 +67,7 @@ public final class RunRecording: @unchecked Sendable {
         header = "\(Self.headerStart) at \(stamp); replay it with lifeline simulate --scenario\n"
             + ScenarioText.lines(naming: profile).map { $0 + "\n" }.joined()
             + (taskPolicy == .earliest ? "" : "task-policy \(taskPolicy)\n")
-        write(header)
+        if !replace { write(header) }
     }
 
     /// How a recording's first line starts: the scenario parser forgives such a file a last line
@@ -172,7 +178,16 @@ public final class RunRecording: @unchecked Sendable {
         guard !failed else { return }
         var text = text
         var info = stat()
-        if written > 0, fstat(fd, &info) == 0, Int64(info.st_size) < written {
+        if replacePending {
+            replacePending = false
+            guard ftruncate(fd, 0) == 0 else {
+                failed = true
+                FileHandle.standardError.write(
+                    Data("lifeline: the recording '\(path)' stopped: \(String(cString: strerror(errno)))\n".utf8))
+                return
+            }
+            text = header + text
+        } else if written > 0, fstat(fd, &info) == 0, Int64(info.st_size) < written {
             written = 0
             text = header + Self.prefix(to: state ?? lifecycle.state).map { "0s \($0.description)\n" }.joined() + text
         }

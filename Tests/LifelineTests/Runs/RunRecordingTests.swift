@@ -184,10 +184,27 @@ import Glibc
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("recording-\(UUID())").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        for policy in [TaskPolicy.manual, .delayed(900), .earliest] {
-            _ = try RunRecording(path: folder + "/r.scenario", profile: .ios13, taskPolicy: policy)
-            let scenario = try Scenario.parse(try text(folder + "/r.scenario"), fileName: "r.scenario")
+        for (n, policy) in [TaskPolicy.manual, .delayed(900), .earliest].enumerated() {
+            _ = try RunRecording(path: folder + "/r\(n).scenario", profile: .ios13, taskPolicy: policy)
+            let scenario = try Scenario.parse(try text(folder + "/r\(n).scenario"), fileName: "r.scenario")
             #expect((scenario.taskPolicy ?? .earliest) == policy)
+        }
+    }
+
+    @Test func anEarlierRecording_isReplacedByTheFirstLine_notByARunThatNeverStarted() throws {
+        try withRecording { first, path in
+            first.step(.launch, at: .seconds(0))
+            first.step(.terminate, at: .seconds(5))
+            let earlier = try text(path)
+            // A second run on that file that could not start (its state dir serves another run).
+            let refused = try RunRecording(path: path, profile: .ios13)
+            #expect(try text(path) == earlier)
+            _ = refused
+            let second = try RunRecording(path: path, profile: .ios13)
+            second.step(.launch, at: .seconds(1))
+            let replaced = try text(path)
+            #expect(replaced.hasPrefix(RunRecording.headerStart), "\(replaced)")
+            #expect(try Scenario.parse(replaced, fileName: path).entries.map(\.step) == [.launch])
         }
     }
 }
