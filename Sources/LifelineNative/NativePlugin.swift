@@ -12,12 +12,30 @@ public enum NativePlugins {
         let library = manifest.nativeLibrary ?? ""
         let at = "\(folder)/plugin.toml:\(manifest.nativeLibraryLine)"
         let path = (folder as NSString).appendingPathComponent(library)
+        let unsupported = unsupportedKeys(manifest, in: folder)
         var descriptor = PluginDescriptor(name: name, kind: .native) { () throws(LifelineError) -> any PluginInstance in
+            if let unsupported { throw .badInput(unsupported) }
             try check(path, in: folder, library: library, at: at)
             return NativePluginInstance(name: name, library: try NativeLibrary.load(path))
         }
         descriptor.apply(manifest, folder: folder)
         return descriptor
+    }
+
+    /// What plugin.toml asks of a native plugin that the host cannot give it, said rather than
+    /// ignored: `[config]` (the C api has no call that reads it, as `--config` says), and `[limits]
+    /// memory` (native code allocates with its own allocator, so no cap could hold).
+    private static func unsupportedKeys(_ manifest: PluginManifest, in folder: String) -> String? {
+        let file = "\(folder)/plugin.toml"
+        if let first = manifest.config.entries.first {
+            return "\(file):\(first.line): [config]: a native plugin cannot read [config] (the C api has no call for it); "
+                + "remove the table, and build the values into the library or keep them in its files"
+        }
+        if manifest.memoryLimit != nil {
+            return "\(file): [limits] memory: a native plugin's memory cannot be capped (its code allocates with its "
+                + "own allocator, docs/guarantees.md); remove the key"
+        }
+        return nil
     }
 
     /// The library must be a file inside the folder.

@@ -416,6 +416,28 @@ import Testing
         #expect(error("swift = \"heartbeat\"\nnative = \"x.so\"")?.hasPrefix("p/plugin.toml:2: swift = \"heartbeat\" and native") == true)
     }
 
+    /// `[config]` and `[limits] memory` are refused for a native plugin, not ignored: it has no
+    /// call that reads config, and no cap can hold for its memory. Both were silently accepted.
+    @Test func configAndAMemoryLimit_areRefused_notIgnored() throws {
+        let body = "INIT { (void)self; return LIFELINE_OK; }"
+        let configured = try NativeBuild.plugin("configured", body, toml: "[config]\nretries = 3\n")
+        #expect(throws: LifelineError.self) { _ = try configured.make() }
+        do { _ = try configured.make() } catch {
+            #expect(error.message.hasSuffix("/configured/plugin.toml:3: [config]: a native plugin cannot read [config] (the C api has no call for it); remove the table, and build the values into the library or keep them in its files"), "\(error.message)")
+            #expect(error.exitCode == 65)
+        }
+        let capped = try NativeBuild.plugin("capped", body, toml: "[limits]\nmemory = \"8MiB\"\n")
+        do {
+            _ = try capped.make()
+            Issue.record("a memory limit was accepted")
+        } catch {
+            #expect(error.message.contains("/capped/plugin.toml: [limits] memory: a native plugin's memory cannot be capped"), "\(error.message)")
+        }
+        // An empty [config] table and the other limits are fine.
+        let plain = try NativeBuild.plugin("plain", body, toml: "[config]\n[limits]\nstore = \"1MiB\"\nfiles = \"1MiB\"\n")
+        #expect(logs(try run("0s launch\n1s terminate", [plain])).isEmpty)
+    }
+
     @Test func aMissingLibrary_orOneOutsideTheFolder_failsToLoadAtItsLine() throws {
         let root = try NativeBuild.folder()
         let folder = root + "/gone"
