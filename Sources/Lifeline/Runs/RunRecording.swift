@@ -85,7 +85,7 @@ public final class RunRecording: @unchecked Sendable {
     public func step(_ step: Step, at time: HostTime) {
         lock.lock()
         let before = lifecycle.state
-        var text = "\(Self.time(time)) \(step.description)\n"
+        var text = "\(Self.time(time)) \(Self.text(of: step))\n"
         var attempt = lifecycle
         if (try? attempt.apply(step)) == nil {
             var relaunched = lifecycle
@@ -100,6 +100,13 @@ public final class RunRecording: @unchecked Sendable {
         lifecycle = attempt
         lock.unlock()
         write(text, from: before)
+    }
+
+    /// A step as a scenario line writes it. A `#` starts a comment anywhere on a line, and can be
+    /// only in a push payload's JSON strings: there it is written `\u0023`, the same JSON.
+    static func text(of step: Step) -> String {
+        guard case .push(let payload) = step, payload.contains("#") else { return step.description }
+        return Step.push(payload: payload.replacingOccurrences(of: "#", with: "\\u0023")).description
     }
 
     /// What a request sent at `time` got, `seconds` later.

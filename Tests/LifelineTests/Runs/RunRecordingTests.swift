@@ -207,4 +207,19 @@ import Glibc
             #expect(try Scenario.parse(replaced, fileName: path).entries.map(\.step) == [.launch])
         }
     }
+
+    @Test func aPushWhosePayloadHoldsAHash_isWrittenSoThatItParses_withTheSamePayload() throws {
+        try withRecording { recording, path in
+            let payload = #"{"note":"issue #12, see #13","n":1}"#
+            recording.step(.launch, at: .seconds(0))
+            recording.step(.background, at: .seconds(1))
+            recording.step(.push(payload: payload), at: .seconds(2))
+            let scenario = try Scenario.parse(try text(path), fileName: path)
+            guard case .push(let written)? = scenario.entries.last?.step else {
+                Issue.record("no push: \(scenario.entries)")
+                return
+            }
+            #expect(try JSONValue.parse(written) == JSONValue.parse(payload))
+        }
+    }
 }
