@@ -102,8 +102,10 @@ public final class LiveRun: @unchecked Sendable {
         defer { claim.release() }
         var configuration = try setup.hostConfiguration(
             loadFailurePolicy: .skip,
-            onUnpreemptibleOverrun: { [onUnstoppableLoad, listener, replies] overrun in
-                // W3: Swift code cannot be stopped; report now and end the process.
+            onUnpreemptibleOverrun: { [onUnstoppableLoad, listener, replies, serviceNotifier] overrun in
+                // W3: Swift code cannot be stopped; report now and end the process. The service
+                // manager hears that the process is stopping, as at every other end.
+                serviceNotifier?.stopping()
                 LiveRun.endAtOnce(listener, replies)
                 switch overrun {
                 case .terminated(let termination, let recorder):
@@ -395,13 +397,21 @@ private final class SignalSteps: @unchecked Sendable {
                 if interrupts == 1 { post("SIGINT", .terminate) } else { kill() }
             }),
         ]
+        // A source listens only once the dispatch manager has registered it, which `resume` does
+        // not wait for; the signal is ignored meanwhile, so one sent in that window was lost (seen
+        // under load: a SIGUSR1 sent as soon as the launch was echoed). The launch waits for every
+        // registration, so a signal sent after it is always heard.
+        let registered = DispatchGroup()
         for (signo, handler) in map {
             signal(signo, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signo, queue: queue)
             source.setEventHandler(handler: handler)
+            registered.enter()
+            source.setRegistrationHandler { registered.leave() }
             source.resume()
             sources.append(source)
         }
+        _ = registered.wait(timeout: .now() + 10)
     }
 
     func cancel() { for s in sources { s.cancel() } }
