@@ -84,9 +84,11 @@ public struct Termination: Equatable, Sendable {
     public static func watchdog(
         plugin: String, handler: String, limit: Double, time: HostTime, traceback: String?
     ) -> Termination {
-        Termination(
+        // Some code is named a handler already ("expiration handler"): it is not said twice.
+        let what = handler.lowercased().hasSuffix("handler") ? handler : "\(handler) handler"
+        return Termination(
             kind: .watchdog,
-            reason: "plugin '\(plugin)' was still running its \(handler) handler "
+            reason: "plugin '\(plugin)' was still running its \(what) "
                 + "when the \(ReportNumber.seconds(limit)) s watchdog limit passed",
             plugin: plugin, time: time, traceback: traceback)
     }

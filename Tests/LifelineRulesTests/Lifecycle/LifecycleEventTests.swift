@@ -21,3 +21,17 @@ import Testing
     }
     #expect(all.map(\.ordinal) == Array(0..<all.count))
 }
+
+/// A watchdog termination's reason names the code that overran in plain words.
+@Suite struct WatchdogReasonTests {
+    @Test func anEventHandler_isCalledAHandler_andAnExpirationHandlerIsNotCalledOneTwice() {
+        let event = Termination.watchdog(
+            plugin: "p", handler: "didEnterBackground", limit: 5, time: HostTime(nanoseconds: 0), traceback: nil)
+        #expect(event.reason == "plugin 'p' was still running its didEnterBackground handler when the 5 s watchdog limit passed")
+        for name in ["expiration handler", "expirationHandler"] {
+            let expiring = Termination.watchdog(
+                plugin: "p", handler: name, limit: 1, time: HostTime(nanoseconds: 0), traceback: nil)
+            #expect(expiring.reason == "plugin 'p' was still running its \(name) when the 1 s watchdog limit passed")
+        }
+    }
+}
