@@ -13,17 +13,6 @@ import LifelineTesting
 // each class below is written against UIKit's and BackgroundTasks' names only, and each test runs
 // it under a scenario and checks what iOS would do.
 
-private let refreshID = "com.example.app.refresh"
-private let cleanID = "com.example.app.clean"
-
-private func plugin(
-    _ name: String = "p", identifiers: [String] = [refreshID, cleanID], _ setup: @escaping (PluginContext) throws -> Void
-) -> PluginDescriptor {
-    var descriptor = swiftPlugin(name) { context in try context.withAppleNames { try setup(context) } }
-    descriptor.taskIdentifiers = identifiers
-    return descriptor
-}
-
 // MARK: - Observers as Apple's documentation writes them
 
 /// A saver that observes the app leaving, with `queue: .main` as most sample code has it.
@@ -65,7 +54,7 @@ private final class Saver {
     let heard = Shared<[String]>([])
     let kept = Shared<[Saver]>([])
     let recorder = try simulate("0s launch\n1s background\n2s foreground\n3s background", [
-        plugin { _ in
+        applePlugin { _ in
             let saver = Saver(heard: heard)
             kept.append(saver)
             NotificationCenter.default.addObserver(
@@ -84,12 +73,12 @@ private final class Saver {
 @Test func operationQueueMain_isThePluginsOwn_andCurrentIsSeenInsideIt() throws {
     let heard = Shared<[String]>([])
     _ = try simulate("0s launch", [
-        plugin("a") { _ in
+        applePlugin("a") { _ in
             OperationQueue.main.addOperation {
                 heard.append("a on \(UIApplication.shared.pluginContext?.pluginName ?? "none") main \(OperationQueue.current === OperationQueue.main)")
             }
         },
-        plugin("b") { _ in
+        applePlugin("b") { _ in
             OperationQueue.main.addOperation {
                 heard.append("b on \(UIApplication.shared.pluginContext?.pluginName ?? "none")")
             }
@@ -101,7 +90,7 @@ private final class Saver {
 @Test func removeObserver_withAnotherName_leavesTheObserver() throws {
     let heard = Shared<[String]>([])
     _ = try simulate("0s launch\n1s background", [
-        plugin { _ in
+        applePlugin { _ in
             let token = NotificationCenter.default.addObserver(
                 forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: nil
             ) { _ in heard.append("background") }
@@ -117,7 +106,7 @@ private final class Saver {
 @Test func applicationState_inEverySwitch_andTimeRemainingInTheForeground() throws {
     let heard = Shared<[String]>([])
     _ = try simulate("0s launch\n1s background\n2s foreground", [
-        plugin { _ in
+        applePlugin { _ in
             func describe() -> String {
                 switch UIApplication.shared.applicationState {
                 case .active: return "active"
@@ -142,7 +131,7 @@ private final class Saver {
 
 @Test func endBackgroundTask_twice_isTheHostsWarning_asOnIOS() throws {
     let recorder = try simulate("0s launch\n1s background", [
-        plugin { _ in
+        applePlugin { _ in
             NotificationCenter.default.addObserver(forName: UIApplication.didEnterBackgroundNotification, object: nil, queue: nil) { _ in
                 let id = UIApplication.shared.beginBackgroundTask(withName: nil, expirationHandler: nil)
                 UIApplication.shared.endBackgroundTask(id)
@@ -185,7 +174,7 @@ private final class FetchingDelegate: UIResponder, UIApplicationDelegate {
 @Test func submitErrors_readAsAppleCodeReadsThem() throws {
     let heard = Shared<[String]>([])
     _ = try simulate("0s launch", [
-        plugin { _ in
+        applePlugin { _ in
             do {
                 try BGTaskScheduler.shared.submit(BGAppRefreshTaskRequest(identifier: "com.example.unlisted"))
             } catch let error as BGTaskScheduler.Error {
@@ -211,7 +200,7 @@ private final class FetchingDelegate: UIResponder, UIApplicationDelegate {
 
 @Test func earliestBeginDate_inThePast_runsAtOnce_andInTheFuture_waits() throws {
     let recorder = try simulate("0s launch\n1s background", [
-        plugin { _ in
+        applePlugin { _ in
             BGTaskScheduler.shared.register(forTaskWithIdentifier: refreshID, using: nil) { task in
                 task.setTaskCompleted(success: true)
                 task.setTaskCompleted(success: false)
@@ -228,17 +217,17 @@ private final class FetchingDelegate: UIResponder, UIApplicationDelegate {
         }
     ])
     #expect(lines(recorder, only: ["systemTaskStarted", "systemTaskCompleted"]) == [
-        "1 systemTaskStarted plugin=p identifier=com.example.app.refresh kind=refresh task=1",
-        "1 systemTaskCompleted plugin=p identifier=com.example.app.refresh kind=refresh task=1 success=true",
-        "900 systemTaskStarted plugin=p identifier=com.example.app.clean kind=processing task=2",
-        "900 systemTaskCompleted plugin=p identifier=com.example.app.clean kind=processing task=2 success=true",
+        "1 systemTaskStarted plugin=p identifier=com.example.refresh kind=refresh task=1",
+        "1 systemTaskCompleted plugin=p identifier=com.example.refresh kind=refresh task=1 success=true",
+        "900 systemTaskStarted plugin=p identifier=com.example.clean kind=processing task=2",
+        "900 systemTaskCompleted plugin=p identifier=com.example.clean kind=processing task=2 success=true",
     ])
     #expect(recorder.pluginErrorCount == 0)
 }
 
 @Test func aTaskNeverCompleted_endsTheApp_asIOSDoes() throws {
     let recorder = try simulate("0s launch\n1s background", [
-        plugin { _ in
+        applePlugin { _ in
             BGTaskScheduler.shared.register(forTaskWithIdentifier: refreshID, using: nil) { task in
                 task.expirationHandler = { /* forgets to complete */ }
             }
@@ -302,7 +291,7 @@ private final class PushDelegate: NSObject, UIApplicationDelegate {
     let heard = Shared<[String]>([])
     let logs = Shared<[String]>([])
     let recorder = try simulate("0s launch\n1s background", [
-        plugin { _ in
+        applePlugin { _ in
             let first = BGTaskScheduler.shared.register(forTaskWithIdentifier: refreshID, using: nil) { task in
                 // iOS cancels pending requests only; the running task is the app's to complete.
                 BGTaskScheduler.shared.cancel(taskRequestWithIdentifier: refreshID)
@@ -316,8 +305,8 @@ private final class PushDelegate: NSObject, UIApplicationDelegate {
     ], logger: capturingLogger(logs))
     #expect(heard.value == ["true false"])
     #expect(lines(recorder, only: ["systemTaskStarted", "systemTaskCompleted", "systemTaskCancelled"]) == [
-        "1 systemTaskStarted plugin=p identifier=com.example.app.refresh kind=refresh task=1",
-        "3 systemTaskCompleted plugin=p identifier=com.example.app.refresh kind=refresh task=1 success=true",
+        "1 systemTaskStarted plugin=p identifier=com.example.refresh kind=refresh task=1",
+        "3 systemTaskCompleted plugin=p identifier=com.example.refresh kind=refresh task=1 success=true",
     ])
-    #expect(lines(recorder, only: ["log"]).contains { $0.contains("could not register 'com.example.app.refresh'") })
+    #expect(lines(recorder, only: ["log"]).contains { $0.contains("could not register 'com.example.refresh'") })
 }

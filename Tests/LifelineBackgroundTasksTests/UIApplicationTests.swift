@@ -8,18 +8,6 @@ import LifelineTesting
 // Apple's names on a real host on the virtual clock: each test runs a scenario through
 // `Simulation` and asserts what the report and the plugin's code saw.
 
-private let refreshID = "com.example.refresh"
-private let cleanID = "com.example.clean"
-
-/// A Swift plugin named `name` whose load runs `setup` with Apple's names bound to it.
-private func applePlugin(
-    _ name: String = "p", identifiers: [String] = [refreshID, cleanID], _ setup: @escaping (PluginContext) throws -> Void
-) -> PluginDescriptor {
-    var descriptor = swiftPlugin(name) { context in try context.withAppleNames { try setup(context) } }
-    descriptor.taskIdentifiers = identifiers
-    return descriptor
-}
-
 /// An app delegate whose callbacks are closures.
 private final class Delegate: UIResponder, UIApplicationDelegate {
     var didFinishLaunching: () -> Void = {}
