@@ -77,9 +77,12 @@ extension LifelineHost {
         for d in incoming { prints[d.name] = d.fingerprint?() }
         var outcome = ReloadOutcome(generation: pluginGeneration)
         var starting: [PluginDescriptor] = []
+        // Without `reloadPlugins` the descriptors are the loaded ones, and no fingerprint was kept
+        // at the start: only one without a fingerprint counts as changed.
+        let sameDescriptors = configuration.reloadPlugins == nil
         for d in incoming {
             if before[d.name] != nil {
-                if all || prints[d.name] == nil || prints[d.name] != fingerprints[d.name] {
+                if all || prints[d.name] == nil || (!sameDescriptors && prints[d.name] != fingerprints[d.name]) {
                     outcome.changed.append(d.name)
                     starting.append(d)
                 } else {

@@ -413,6 +413,20 @@ private func talker(_ version: String) -> String {
         }
     }
 
+    @Test func aHostWithoutReloadPlugins_findsItsPluginsUnchanged_fromTheFirstReload() throws {
+        try withPluginFolder(["a/init.lua": talker("a1")]) { dir in
+            let descriptors = try LuaPluginLoader.descriptors(in: dir)
+            let host = LifelineHost(
+                configuration: HostConfiguration(logger: quietLogger()), plugins: descriptors,
+                executor: MainExecutor(clock: VirtualClock()))
+            defer { host.shutdown() }
+            try host.perform(.launch)
+            let first = host.reload()
+            #expect(first.changed.isEmpty && first.unchanged == 1 && first.generation == 1, "\(first)")
+            #expect(host.reload(all: true).changed == ["a"])
+        }
+    }
+
     @Test func scenarioFiles_readReloadLines() throws {
         let scenario = try Scenario.parse("0s launch\n1s reload\n2s reload all\n", fileName: "t")
         #expect(scenario.entries.map(\.step) == [.launch, .reload(all: false), .reload(all: true)])
