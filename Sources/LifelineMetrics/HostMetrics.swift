@@ -148,19 +148,14 @@ public final class HostMetrics: Sendable {
     /// which swift-prometheus writes only for a family with a series: every name is on every page.
     public func page() -> [UInt8] {
         var page = registry.emitToBuffer()
-        let empty = tables.withLock { tables in
-            [
-                (Family.handlerCalls, "counter", tables.handlerCalls.isEmpty),
-                (Family.pluginErrors, "counter", tables.pluginErrors.isEmpty),
-                (Family.httpRequests, "counter", tables.httpRequests.isEmpty),
-                (Family.backgroundTasks, "gauge", tables.backgroundTasks.isEmpty),
-                (Family.memory, "gauge", tables.memory.isEmpty),
-            ].filter(\.2)
-        }
-        for (family, type, _) in empty {
-            // The table is read after the registry wrote the page: a series made or removed in
-            // between (a reading on the main executor) may leave the page and the table apart.
-            // The page is what counts, so a family it already has is not written twice.
+        // Decided from the page itself, not from the tables: a series made or removed after the
+        // registry wrote the page (a reading, a first handler call on the main executor) would
+        // otherwise leave a family on the page twice, or on it not at all.
+        let families = [
+            (Family.handlerCalls, "counter"), (Family.pluginErrors, "counter"), (Family.httpRequests, "counter"),
+            (Family.backgroundTasks, "gauge"), (Family.memory, "gauge"),
+        ]
+        for (family, type) in families {
             let typeLine = Array("# TYPE \(family.name) \(type)\n".utf8)
             guard !Self.contains(page, typeLine) else { continue }
             page += Array("# HELP \(family.name) \(family.helpText ?? "")\n".utf8) + typeLine
@@ -360,7 +355,7 @@ public final class HostMetrics: Sendable {
     }
 
     /// Puts `reading` on the page: makes the series it needs, drops those of plugins gone, sets
-    /// the values. Any thread; one reading at a time, so an older one never lands after a newer.
+    /// the values. Any thread, one reading at a time; the caller keeps them in the order taken.
     public func apply(_ reading: Reading) {
         applying.withLock { _ in
             for (s, gauge) in appStates { gauge.set(to: s == reading.state ? 1 : 0) }

@@ -31,10 +31,14 @@ public final class MetricsServer: Sendable {
     /// the reading goes on the page on another thread, so the main executor spends on a scrape
     /// only the time it takes to copy a few numbers a plugin.
     public static func reading(_ run: LiveRun, into metrics: HostMetrics) -> Refresh {
-        { taken in
+        // Serial, so readings land in the order the main executor took them: two scrapes at once
+        // (two Prometheus servers) must not leave the older reading on the page, nor bring back
+        // the gauges of a plugin a reload removed in between.
+        let applier = DispatchQueue(label: "lifeline.metrics.readings")
+        return { taken in
             run.onMainExecutor { host in
                 let reading = HostMetrics.reading(of: host)
-                DispatchQueue.global().async {
+                applier.async {
                     metrics.apply(reading)
                     taken()
                 }

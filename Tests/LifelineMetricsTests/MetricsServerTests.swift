@@ -26,28 +26,42 @@ import Testing
         return try body(dir)
     }
 
+    /// A launched host on the virtual clock running `sources` as Lua plugins; with `metrics`, its
+    /// timeline and its handler calls feed them, as a live run with `--metrics` does.
+    static func withHost<T>(
+        _ sources: [String: String], metrics: HostMetrics? = nil, _ body: (LifelineHost) throws -> T
+    ) throws -> T {
+        try withPlugins(sources) { dir in
+            var configuration = HostConfiguration()
+            var observer: (@Sendable (TimelineEvent) -> Void)?
+            if let metrics {
+                configuration.onHandlerCall = { metrics.noteHandlerCall(plugin: $0, handler: $1, seconds: $2) }
+                observer = { metrics.observe($0) }
+            }
+            let host = LifelineHost(
+                configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
+                executor: MainExecutor(clock: VirtualClock()),
+                recorder: Recorder(profileName: "ios13", keepsTimeline: false, observer: observer))
+            defer { host.shutdown() }
+            try host.perform(.launch)
+            return try body(host)
+        }
+    }
+
     static func event(_ name: String, _ fields: [(String, JSONValue)]) -> TimelineEvent {
         TimelineEvent(time: .zero, event: name, fields: fields)
     }
 
     @Test func page_parsesAsPrometheusText_withEveryName_fedByARealHost() throws {
         let metrics = HostMetrics()
-        try Self.withPlugins([
+        try Self.withHost([
             "keeper": """
                 lifeline.on("didEnterBackground", function()
                   lifeline.beginBackgroundTask("upload https://example.com/secret")
                 end)
                 """,
             "idle": "lifeline.on('didBecomeActive', function() end)",
-        ]) { dir in
-            var configuration = HostConfiguration()
-            configuration.onHandlerCall = { metrics.noteHandlerCall(plugin: $0, handler: $1, seconds: $2) }
-            let host = LifelineHost(
-                configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
-                executor: MainExecutor(clock: VirtualClock()),
-                recorder: Recorder(profileName: "ios13", keepsTimeline: false, observer: { metrics.observe($0) }))
-            defer { host.shutdown() }
-            try host.perform(.launch)
+        ], metrics: metrics) { host in
             try host.perform(.background)
             metrics.read(host)
         }
@@ -153,14 +167,7 @@ import Testing
         // work belongs to the scraper's thread, not to the main executor's reading.
         let metrics = HostMetrics()
         let sources = Dictionary(uniqueKeysWithValues: (0..<50).map { ("p\($0)", "") })
-        let reading = try Self.withPlugins(sources) { dir in
-            let host = LifelineHost(
-                configuration: HostConfiguration(), plugins: try LuaPluginLoader.descriptors(in: dir),
-                executor: MainExecutor(clock: VirtualClock()), recorder: Recorder(profileName: "ios13", keepsTimeline: false))
-            defer { host.shutdown() }
-            try host.perform(.launch)
-            return HostMetrics.reading(of: host)
-        }
+        let reading = try Self.withHost(sources) { HostMetrics.reading(of: $0) }
         var page = try PrometheusText(String(decoding: metrics.page(), as: UTF8.self))
         #expect(page.values("lifeline_background_tasks").isEmpty)
         #expect(page.values("lifeline_plugin_errors_total").isEmpty)
@@ -188,17 +195,7 @@ import Testing
     @Test func aPluginThatIsGone_losesItsGaugeSeries_andKeepsItsCounters() throws {
         let metrics = HostMetrics()
         func read(_ sources: [String: String]) throws {
-            try Self.withPlugins(sources) { dir in
-                var configuration = HostConfiguration()
-                configuration.onHandlerCall = { metrics.noteHandlerCall(plugin: $0, handler: $1, seconds: $2) }
-                let host = LifelineHost(
-                    configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
-                    executor: MainExecutor(clock: VirtualClock()),
-                    recorder: Recorder(profileName: "ios13", keepsTimeline: false, observer: { metrics.observe($0) }))
-                defer { host.shutdown() }
-                try host.perform(.launch)
-                metrics.read(host)
-            }
+            try Self.withHost(sources, metrics: metrics) { metrics.read($0) }
         }
         // As a reload that removed "old" shows it: the host runs "kept" alone now.
         try read(["old": "", "kept": ""])
