@@ -32,7 +32,7 @@ public enum NativePlugins {
                 + "remove the table, and build the values into the library or keep them in its files"
         }
         if manifest.memoryLimit != nil {
-            return "\(file): [limits] memory: a native plugin's memory cannot be capped (its code allocates with its "
+            return "\(file):\(manifest.memoryLimitLine): [limits] memory: a native plugin's memory cannot be capped (its code allocates with its "
                 + "own allocator, docs/guarantees.md); remove the key"
         }
         return nil

@@ -431,7 +431,7 @@ import Testing
             _ = try capped.make()
             Issue.record("a memory limit was accepted")
         } catch {
-            #expect(error.message.contains("/capped/plugin.toml: [limits] memory: a native plugin's memory cannot be capped"), "\(error.message)")
+            #expect(error.message.contains("/capped/plugin.toml:3: [limits] memory: a native plugin's memory cannot be capped"), "\(error.message)")
         }
         // An empty [config] table and the other limits are fine.
         let plain = try NativeBuild.plugin("plain", body, toml: "[config]\n[limits]\nstore = \"1MiB\"\nfiles = \"1MiB\"\n")

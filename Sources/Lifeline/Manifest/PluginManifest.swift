@@ -6,6 +6,8 @@ public struct PluginManifest: Equatable, Sendable {
     public var description: String?
     /// Per-plugin memory cap in bytes, from [limits] memory; nil means the host default.
     public var memoryLimit: Int?
+    /// The line of `[limits] memory`, for messages.
+    public var memoryLimitLine = 0
     /// Per-plugin store quota in bytes, from [limits] store; nil means `PluginStore.defaultQuota`.
     public var storeQuota: Int?
     /// Per-plugin files quota in bytes, from [limits] files; nil means `PluginFiles.defaultQuota`.
@@ -93,6 +95,7 @@ public struct PluginManifest: Equatable, Sendable {
                         manifest.memoryLimit = try reader.bytes(
                             value, "memory", line, minimum: PluginManifest.minimumMemoryLimit,
                             maximum: reader.maximumMemoryLimit)
+                        manifest.memoryLimitLine = line
                     case "store":
                         manifest.storeQuota = try reader.bytes(value, "store", line, minimum: 1, maximum: Int.max)
                     case "files":
