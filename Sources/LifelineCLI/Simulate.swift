@@ -101,12 +101,7 @@ struct Simulate: ParsableCommand {
                     case .terminated(let termination, let recorder):
                         // The host's own "app terminated" line is logged on the main executor,
                         // which is stuck in that code: say it here, or the exit 1 comes unexplained.
-                        FileHandle.standardError.write(
-                            Data(
-                                (Terminal.safe(
-                                    "lifeline: app terminated (\(termination.kind.rawValue), \(termination.kind.code)): "
-                                        + "\(termination.reason)"
-                                ) + "\n").utf8))
+                        FileHandle.standardError.write(Data((Terminal.safe("lifeline: " + termination.headline) + "\n").utf8))
                         Foundation.exit((try? outputs.write(recorder)) ?? 70)
                     case .loadFailed(let error):
                         exitWithError(error)

@@ -367,7 +367,7 @@ public final class LifelineHost: HostRequestHandler {
     /// A rule terminated the app: the one place a termination is carried out on the main executor.
     private func terminate(_ termination: Termination, watchdog target: WatchdogTarget?) {
         guard session.recordTermination(termination, watchdog: target) else { return }
-        logger.error("app terminated (\(termination.kind.rawValue), \(termination.kind.code)): \(termination.reason)")
+        logger.error("\(termination.headline)")
         if session.appRunning { endApp() }
     }
 

@@ -93,6 +93,9 @@ public struct Termination: Equatable, Sendable {
             plugin: plugin, time: time, traceback: traceback)
     }
 
+    /// The line a run prints when the app is terminated: `app terminated (KIND, CODE): REASON`.
+    public var headline: String { "app terminated (\(kind.rawValue), \(kind.code)): \(reason)" }
+
     /// The report's `termination` object.
     public var json: JSONValue {
         .object([
