@@ -173,6 +173,9 @@ extension LifelineHost {
         }
         // Its handlers go after its last word: nothing else could be delivered meanwhile.
         parts.subscriptions.remove(plugin: slot)
+        // Its queue delegates go too, and its operations that have not started never will.
+        parts.queues.retire(ref)
+        guard session.isRunning else { return }
         // Its scheduled tasks' handlers go too, so the new generation can register its own (the
         // requests stay, by name), and the scheduled tasks under way expire with its tasks.
         parts.system.retire(ref)

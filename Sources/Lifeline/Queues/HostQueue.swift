@@ -179,6 +179,15 @@ package final class HostQueue {
         for op in pending where op.state == .pending { stop(op, .cancelled) }
     }
 
+    /// A reload ends `plugin`'s generation: it hears no more of this queue, its operations not
+    /// started yet are cancelled (no new work may start), and its running ones are told to stop as
+    /// expired, as the works under its tasks are. Other plugins' operations go on.
+    func retire(_ plugin: PluginRef) {
+        delegates.removeAll { $0.plugin == plugin }
+        for op in pending where op.state == .pending && op.plugin == plugin { stop(op, .cancelled) }
+        for op in running where op.plugin == plugin { stop(op, .expired) }
+    }
+
     /// Registers a delegate callback.
     package func on(_ event: QueueEvent, plugin: PluginRef, _ callback: @escaping PluginCallback) {
         delegates.append((event, plugin, callback))

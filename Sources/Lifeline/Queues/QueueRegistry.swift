@@ -42,6 +42,11 @@ final class QueueRegistry {
         for name in queues.keys.sorted() { queues[name]?.appLeftBackground() }
     }
 
+    /// A reload ends `plugin`'s generation: each queue, in name order, forgets it (`HostQueue.retire`).
+    func retire(_ plugin: PluginRef) {
+        for name in queues.keys.sorted() { queues[name]?.retire(plugin) }
+    }
+
     /// The app ended: every queue stops, in name order, and is forgotten.
     func abandonAll() {
         for name in queues.keys.sorted() { queues[name]?.abandon() }

@@ -295,6 +295,34 @@ private func talker(_ version: String) -> String {
         #expect(run.outcomes.last?.unchanged == 1)
     }
 
+    @Test func anOldGenerationsQueueOperations_neverStartAfterTheReload_andItsQueueDelegatesHearNothing() throws {
+        let source = """
+            local gen = (lifeline.store.get("gen") or 0) + 1
+            lifeline.store.set("gen", gen)
+            local q = lifeline.queue("notes")
+            q:on("didFinishOperations", function() print("all done, heard by " .. gen) end)
+            lifeline.on("didEnterBackground", function()
+              for i = 1, 3 do
+                q:add{name = "op-" .. i, run = function() lifeline.sleep(1); print("done " .. i) end}
+              end
+            end)
+            """
+        let run = try Reloading(["a": source])
+        run.at(0, .launch)
+        run.at(2, .background)
+        run.reload(at: 3.5, all: true)
+        run.at(10, .foreground)
+        run.run(until: 20)
+        let ops = LifelineTesting.lines(run.host.recorder, only: ["opStarted", "opFinished"])
+        // The queue is shared by name: the new generation's delegate may hear it finish, the old one's not.
+        #expect(!run.logs("a").contains("all done, heard by 1"), "\(run.logs("a"))")
+        #expect(run.logs("a").first == "done 1")
+        #expect(!run.logs("a").contains { $0.hasPrefix("done 2") || $0.hasPrefix("done 3") })
+        #expect(ops.contains("3.5 opFinished plugin=a queue=notes op=2 name=op-2 result=expired"), "\(ops)")
+        #expect(ops.contains("3.5 opFinished plugin=a queue=notes op=3 name=op-3 result=cancelled"), "\(ops)")
+        #expect(!ops.contains { $0.contains("opStarted") && $0.contains("op=3") }, "\(ops)")
+    }
+
     @Test func aChangedPluginToml_bringsItsNewStoreAndFilesQuotas() throws {
         let source = """
             print("store " .. tostring(pcall(lifeline.store.set, "big", string.rep("x", 2000))))
