@@ -72,6 +72,9 @@ struct Run: ParsableCommand {
         if record == "-" || record == "" {
             throw ValidationError("--record takes a file: the answers' bodies go in FILE.d/ beside it")
         }
+        if let record, let report, URL(fileURLWithPath: record).standardized == URL(fileURLWithPath: report).standardized {
+            throw ValidationError("--record and --report name one file, '\(record)': the report would write over the recording")
+        }
         checkWritable(record, "--record")
         guard ctlTimeout > 0, ctlTimeout <= 86_400 else {
             throw ValidationError("--ctl-timeout takes a number of seconds above 0, at most 86400 (a day)")

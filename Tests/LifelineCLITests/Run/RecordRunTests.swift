@@ -14,6 +14,17 @@ import Testing
         }
     }
 
+    @Test func recordingIntoTheReportsFile_isUsage() throws {
+        let ws = try Workspace()
+        try ws.plugin("a", "print('never')")
+        let result = try CLI.run([
+            "run", "--plugins", ws.plugins, "--state-dir", ws.path + "/state", "--record", ws.path + "/out",
+            "--report", ws.path + "/./out",
+        ])
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("--record and --report name one file"))
+    }
+
     @Test func recordingWhereItCannotBeWritten_isExit70_andRunsNothing() throws {
         let ws = try Workspace()
         try ws.plugin("a", "print('never')")
