@@ -154,7 +154,9 @@ extension LifelineHost {
         check.logger = Logger(label: "lifeline.reload-check", factory: { _ in SwiftLogNoOpLogHandler() })
         check.pluginLogger = { _ in Logger(label: "lifeline.reload-check", factory: { _ in SwiftLogNoOpLogHandler() }) }
         return LifelineHost.check(configuration: check, plugins: plugins).compactMap { result in
-            result.failure.map { "plugin '\(result.plugin.name)': \($0)" }
+            let named = "plugin '\(result.plugin.name)'"
+            // Some failures name the plugin already ("plugin 'a' did not finish loading …").
+            return result.failure.map { $0.hasPrefix(named) ? $0 : "\(named): \($0)" }
         }
     }
 

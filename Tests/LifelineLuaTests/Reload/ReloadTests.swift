@@ -155,6 +155,18 @@ private func talker(_ version: String) -> String {
         #expect(run.host.recorder.termination == nil)
     }
 
+    @Test func reload_ofAPluginThatOverrunsTheLaunchLimit_changesNothing_andNamesItOnce() throws {
+        let run = try Reloading(["a": talker("a1")], profile: profile { $0.launchLimit = 0.2 })
+        run.at(0, .launch)
+        run.edit(at: 1, "a", "while true do end")
+        run.reload(at: 2)
+        run.run(until: 3)
+        let failure = try #require(run.outcomes.first?.failure)
+        #expect(failure.hasPrefix("plugin 'a' did not finish loading within the launch limit"), "\(failure)")
+        #expect(run.outcomes.first?.generation == 1)
+        #expect(run.host.recorder.termination == nil)
+    }
+
     @Test func reload_ofAnAddedAndARemovedPlugin() throws {
         let run = try Reloading(["a": talker("a1"), "b": talker("b1")])
         run.at(0, .launch)
