@@ -82,7 +82,12 @@ extension LifelineHost {
         let sameDescriptors = configuration.reloadPlugins == nil
         for d in incoming {
             if before[d.name] != nil {
-                if all || prints[d.name] == nil || (!sameDescriptors && prints[d.name] != fingerprints[d.name]) {
+                // One that the launch or an earlier reload failed to load is loaded again, changed
+                // or not: its files may be the same while what it read (its store) is not.
+                let down = session.isRunning && session.plugin(named: d.name) == nil
+                if all || down || prints[d.name] == nil
+                    || (!sameDescriptors && prints[d.name] != fingerprints[d.name])
+                {
                     outcome.changed.append(d.name)
                     starting.append(d)
                 } else {
@@ -227,7 +232,6 @@ extension LifelineHost {
                 // check's was empty): the old generation is gone already, so the run goes on
                 // without it, as `run` skips a plugin that fails at its launch, and the next
                 // reload loads it again.
-                fingerprints[descriptor.name] = nil
                 logger.error("plugin '\(descriptor.name)' skipped by the reload: \(message)")
                 recorder.notePluginError()
                 recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")

@@ -467,6 +467,35 @@ private func talker(_ version: String) -> String {
         }
     }
 
+    @Test func aPluginAReloadCouldNotLoad_isLoadedAgainByTheNextReload_evenOnAHostWithoutReloadPlugins() throws {
+        // Its second load fails on what its store holds by then; the check, on an empty store, passes.
+        let source = """
+            local n = (lifeline.store.get("loads") or 0) + 1
+            lifeline.store.set("loads", n)
+            if n == 2 then error("the second load fails") end
+            print("load " .. n)
+            """
+        try withPluginFolder(["a/init.lua": source]) { dir in
+            let state = FileManager.default.temporaryDirectory.appendingPathComponent("reload-state-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: state) }
+            var configuration = HostConfiguration(logger: Logger(label: "t") { _ in LogLines() })
+            configuration.database = try StateDatabase.open(stateDirectory: state)
+            let host = LifelineHost(
+                configuration: configuration, plugins: try LuaPluginLoader.descriptors(in: dir),
+                executor: MainExecutor(clock: VirtualClock()))
+            defer { host.shutdown() }
+            try host.perform(.launch)
+            #expect(host.reload(all: true).changed == ["a"])
+            let next = host.reload()
+            #expect(next.changed == ["a"], "\(next)")
+            let loads = host.recorder.timeline.filter { $0.event == "log" }.compactMap { event -> String? in
+                if case .string(let message)? = event["message"] { return message }
+                return nil
+            }
+            #expect(loads == ["load 1", "load 3"], "\(loads)")
+        }
+    }
+
     @Test func scenarioFiles_readReloadLines() throws {
         let scenario = try Scenario.parse("0s launch\n1s reload\n2s reload all\n", fileName: "t")
         #expect(scenario.entries.map(\.step) == [.launch, .reload(all: false), .reload(all: true)])
