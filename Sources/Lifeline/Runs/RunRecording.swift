@@ -45,6 +45,15 @@ public final class RunRecording: @unchecked Sendable {
     /// that cannot start (its state dir serves another run) leaves an earlier recording whole.
     public init(path: String, profile: Profile, taskPolicy: TaskPolicy = .earliest) throws(LifelineError) {
         self.path = path
+        bodyFolderName = (path as NSString).lastPathComponent + ".d"
+        bodyFolder = path + ".d"
+        // Said at the start, not found at the first answer with a body, which would lose it; and
+        // before the file is opened, so a refused recording leaves no file behind.
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: bodyFolder, isDirectory: &isFolder), !isFolder.boolValue {
+            throw .internalError(
+                "cannot write the recording's bodies in '\(bodyFolder)': it is not a folder; remove it, or record elsewhere")
+        }
         var existing = stat()
         let replace = stat(path, &existing) == 0 && existing.st_size > 0
         replacePending = replace
@@ -53,15 +62,6 @@ public final class RunRecording: @unchecked Sendable {
         // Exit 70, as for any output file that cannot be written (--report, --html).
         guard fd >= 0 else {
             throw .internalError("cannot write the recording '\(path)': \(String(cString: strerror(errno)))")
-        }
-        bodyFolderName = (path as NSString).lastPathComponent + ".d"
-        bodyFolder = path + ".d"
-        // Said at the start, not found at the first answer with a body, which would lose it.
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: bodyFolder, isDirectory: &isFolder), !isFolder.boolValue {
-            close(fd)
-            throw .internalError(
-                "cannot write the recording's bodies in '\(bodyFolder)': it is not a folder; remove it, or record elsewhere")
         }
         let stamp = ISO8601DateFormatter().string(from: Date())
         header = "\(Self.headerStart) at \(stamp); replay it with lifeline simulate --scenario\n"

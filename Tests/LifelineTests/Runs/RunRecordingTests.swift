@@ -145,6 +145,7 @@ import Glibc
             #expect(error.exitCode == 70)
             #expect(error.message.contains("run.scenario.d"), "\(error.message)")
         }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/run.scenario"), "a refused recording left its file")
     }
 
     @Test func aBodyThatCannotBeWritten_isSaidOnItsLine_andTheLineStillParses() throws {
