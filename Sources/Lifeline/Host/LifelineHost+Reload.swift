@@ -232,9 +232,7 @@ extension LifelineHost {
                 // check's was empty): the old generation is gone already, so the run goes on
                 // without it, as `run` skips a plugin that fails at its launch, and the next
                 // reload loads it again.
-                logger.error("plugin '\(descriptor.name)' skipped by the reload: \(message)")
-                recorder.notePluginError()
-                recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")
+                skip(descriptor, "skipped by the reload", message)
                 skipped.append(descriptor.name)
             } else {
                 slots.insert(session.plugins.count - 1)

@@ -317,10 +317,15 @@ public final class LifelineHost: HostRequestHandler {
         case .abort:
             session.failLoad(.badInput(message))
         case .skip:
-            logger.error("plugin '\(descriptor.name)' skipped: \(message)")
-            recorder.notePluginError()  // the run goes on, but its exit code says a plugin failed
-            recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")
+            skip(descriptor, "skipped", message)
         }
+    }
+
+    /// The run goes on without a plugin that failed to load; its exit code says a plugin failed.
+    func skip(_ descriptor: PluginDescriptor, _ how: String, _ message: String) {
+        logger.error("plugin '\(descriptor.name)' \(how): \(message)")
+        recorder.notePluginError()
+        recorder.notePlugin(name: descriptor.name, kind: descriptor.kind.rawValue, status: "failed")
     }
 
     /// Takes a plugin that failed to load out of this launch: its subscriptions, timers and
