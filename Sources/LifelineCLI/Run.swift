@@ -105,7 +105,7 @@ struct Run: ParsableCommand {
             live.colour = colour
             live.controlTimeout = ctlTimeout
             live.serviceNotifier = ServiceNotifier()
-            hostMetrics?.countEarlierTerminations(inReports: live.setup.stateDirectory! + "/reports")
+            hostMetrics?.countEarlierTerminations(inReports: LiveRun.crashReportsFolder(live.setup))
             if let record {
                 live.recording = try RunRecording(path: record, profile: setup.profile, taskPolicy: setup.taskPolicy ?? .earliest)
             }

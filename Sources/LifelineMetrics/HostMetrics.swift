@@ -261,19 +261,13 @@ public final class HostMetrics: Sendable {
     }
 
     /// Counts the terminations that earlier runs on the same state dir ended in, one for each
-    /// crash report in `folder` (`crash-<epoch-ms>-<kind>.json`, as `lifeline run` writes them).
+    /// crash report in `folder` (`LiveRun.crashReportsFolder`, read by `LiveRun.crashReportKind`).
     /// A termination ends the run that suffered it, so no page of that run could show it; the
     /// next run's page does (after systemd's `Restart=on-failure`, say). Only the kinds this
     /// version knows count, so a stray file cannot add a label. Call it before the run starts.
     public func countEarlierTerminations(inReports folder: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
-        for name in names where name.hasPrefix("crash-") && name.hasSuffix(".json") {
-            let stem = name.dropFirst("crash-".count).dropLast(".json".count)
-            guard let dash = stem.firstIndex(of: "-"), stem[..<dash].allSatisfy(\.isNumber),
-                let kind = Termination.Kind(rawValue: String(stem[stem.index(after: dash)...]))
-            else { continue }
-            terminationCounter(kind.rawValue).increment()
-        }
+        for kind in names.compactMap(LiveRun.crashReportKind(fileName:)) { terminationCounter(kind.rawValue).increment() }
     }
 
     private func terminationCounter(_ kind: String) -> Counter {
@@ -382,8 +376,7 @@ public final class HostMetrics: Sendable {
             for plugin in values.keys where tables[keyPath: table][plugin] == nil {
                 tables[keyPath: table][plugin] = registry.makeGauge(descriptor: family, labels: [("plugin", plugin)])
             }
-            // Under the lock, as series are made: `page()` then never sees a family that the
-            // registry still has and the table no longer does (its HELP and TYPE twice).
+            // Under the lock, as series are made, so the table and the registry agree.
             for plugin in tables[keyPath: table].keys where values[plugin] == nil {
                 if let gauge = tables[keyPath: table].removeValue(forKey: plugin) { registry.unregisterGauge(gauge) }
             }

@@ -290,10 +290,25 @@ public final class LiveRun: @unchecked Sendable {
         control?.waitForReplies(timeout: 1)
     }
 
+    /// Where a run's crash reports go: `<state-dir>/reports/`, each named
+    /// `crash-<epoch-ms>-<kind>.json`.
+    public static func crashReportsFolder(_ setup: RunSetup) -> String {
+        (setup.stateDirectory ?? defaultStateDirectory) + "/reports"
+    }
+
+    /// The kind of termination a crash report's file name says; nil for any other file, and for
+    /// a kind this version does not know.
+    public static func crashReportKind(fileName name: String) -> Termination.Kind? {
+        guard name.hasPrefix("crash-"), name.hasSuffix(".json") else { return nil }
+        let stem = name.dropFirst("crash-".count).dropLast(".json".count)
+        guard let dash = stem.firstIndex(of: "-"), stem[..<dash].allSatisfy(\.isNumber) else { return nil }
+        return Termination.Kind(rawValue: String(stem[stem.index(after: dash)...]))
+    }
+
     /// The crash report (SPEC 2.5): the termination object, in <state-dir>/reports/; then the
     /// report, when the setup asks for one.
     static func writeCrashReport(_ termination: Termination, recorder: Recorder, setup: RunSetup) {
-        let folder = (setup.stateDirectory ?? defaultStateDirectory) + "/reports"
+        let folder = crashReportsFolder(setup)
         let millis = Int64(Date().timeIntervalSince1970 * 1000)
         let path = "\(folder)/crash-\(millis)-\(termination.kind.rawValue).json"
         do {

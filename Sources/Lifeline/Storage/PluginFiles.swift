@@ -69,7 +69,7 @@ public final class PluginFiles {
         try folder.replace(leaf, with: bytes)
     }
 
-    /// Throws when `name` breaks the names' rules (`TransferPath.resolve`), touching no file: for
+    /// Throws when `name` breaks the names' rules (`TransferPath.resolve`), changing no file: for
     /// callers that tell a refused name from a folder that failed (the native api's statuses).
     public func checkName(_ name: String) throws(FileError) {
         _ = try TransferPath.resolve(name, in: root)
